@@ -1,0 +1,188 @@
+#include "common/metrics.h"
+
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+namespace kube_rdma {
+
+void Counter::inc(double by) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  value_ += by;
+}
+double Counter::value() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return value_;
+}
+
+void Gauge::set(double value) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  value_ = value;
+}
+void Gauge::add(double by) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  value_ += by;
+}
+double Gauge::value() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return value_;
+}
+
+Histogram::Histogram(std::vector<double> upper_bounds)
+    : bounds_(std::move(upper_bounds)), buckets_(bounds_.size() + 1, 0) {}
+
+void Histogram::observe(double value) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  size_t i = 0;
+  while (i < bounds_.size() && value > bounds_[i]) {
+    ++i;
+  }
+  ++buckets_[i];
+  sum_ += value;
+  ++count_;
+}
+
+Histogram::Snapshot Histogram::snapshot() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Snapshot s;
+  s.bounds = bounds_;
+  uint64_t running = 0;
+  for (uint64_t b : buckets_) {
+    running += b;
+    s.cumulative.push_back(running);
+  }
+  s.sum = sum_;
+  s.count = count_;
+  return s;
+}
+
+MetricsRegistry::Family& MetricsRegistry::family(const std::string& name, Kind kind,
+                                                 const std::string& help) {
+  auto it = families_.find(name);
+  if (it == families_.end()) {
+    order_.push_back(name);
+    it = families_.emplace(name, Family{kind, help, {}, {}, {}, {}}).first;
+  }
+  return it->second;
+}
+
+Counter& MetricsRegistry::counter(const std::string& name, const std::string& help,
+                                  const Labels& labels) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto& slot = family(name, Kind::kCounter, help).counters[labels];
+  if (!slot) {
+    slot = std::make_unique<Counter>();
+  }
+  return *slot;
+}
+
+Gauge& MetricsRegistry::gauge(const std::string& name, const std::string& help,
+                              const Labels& labels) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto& slot = family(name, Kind::kGauge, help).gauges[labels];
+  if (!slot) {
+    slot = std::make_unique<Gauge>();
+  }
+  return *slot;
+}
+
+Histogram& MetricsRegistry::histogram(const std::string& name, const std::string& help,
+                                      const std::vector<double>& bounds, const Labels& labels) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto& fam = family(name, Kind::kHistogram, help);
+  fam.bounds = bounds;
+  auto& slot = fam.histograms[labels];
+  if (!slot) {
+    slot = std::make_unique<Histogram>(bounds);
+  }
+  return *slot;
+}
+
+void MetricsRegistry::clearGauge(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = families_.find(name);
+  if (it != families_.end()) {
+    it->second.gauges.clear();
+  }
+}
+
+std::string escapeLabelValue(const std::string& value) {
+  std::string out;
+  for (char c : value) {
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '"') {
+      out += "\\\"";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+namespace {
+
+std::string formatValue(double v) {
+  if (std::isinf(v)) {
+    return v > 0 ? "+Inf" : "-Inf";
+  }
+  if (std::isnan(v)) {
+    return "NaN";
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.17g", v);
+  return buf;
+}
+
+std::string renderLabels(const Labels& labels, const std::string& extra_key = "",
+                         const std::string& extra_value = "") {
+  if (labels.empty() && extra_key.empty()) {
+    return "";
+  }
+  std::string out = "{";
+  bool first = true;
+  for (const auto& [k, v] : labels) {
+    out += (first ? "" : ",") + k + "=\"" + escapeLabelValue(v) + "\"";
+    first = false;
+  }
+  if (!extra_key.empty()) {
+    out += (first ? "" : ",") + extra_key + "=\"" + extra_value + "\"";
+  }
+  return out + "}";
+}
+
+} // namespace
+
+std::string MetricsRegistry::render() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::ostringstream out;
+  for (const auto& name : order_) {
+    const Family& fam = families_.at(name);
+    const char* type = fam.kind == Kind::kCounter ? "counter"
+                       : fam.kind == Kind::kGauge ? "gauge"
+                                                  : "histogram";
+    out << "# HELP " << name << ' ' << fam.help << '\n';
+    out << "# TYPE " << name << ' ' << type << '\n';
+    for (const auto& [labels, c] : fam.counters) {
+      out << name << renderLabels(labels) << ' ' << formatValue(c->value()) << '\n';
+    }
+    for (const auto& [labels, g] : fam.gauges) {
+      out << name << renderLabels(labels) << ' ' << formatValue(g->value()) << '\n';
+    }
+    for (const auto& [labels, h] : fam.histograms) {
+      const auto snap = h->snapshot();
+      for (size_t i = 0; i < snap.bounds.size(); ++i) {
+        out << name << "_bucket" << renderLabels(labels, "le", formatValue(snap.bounds[i])) << ' '
+            << snap.cumulative[i] << '\n';
+      }
+      out << name << "_bucket" << renderLabels(labels, "le", "+Inf") << ' ' << snap.count << '\n';
+      out << name << "_sum" << renderLabels(labels) << ' ' << formatValue(snap.sum) << '\n';
+      out << name << "_count" << renderLabels(labels) << ' ' << snap.count << '\n';
+    }
+  }
+  return out.str();
+}
+
+} // namespace kube_rdma

@@ -1,0 +1,88 @@
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+// Prometheus text exposition (format 0.0.4). Counters, gauges and histograms with labels; the
+// registry renders them in registration order. No HTTP here: the daemons serve render().
+namespace kube_rdma {
+
+using Labels = std::map<std::string, std::string>;
+
+class Counter {
+public:
+  void inc(double by = 1.0);
+  double value() const;
+
+private:
+  mutable std::mutex mutex_;
+  double value_ = 0;
+};
+
+class Gauge {
+public:
+  void set(double value);
+  void add(double by);
+  double value() const;
+
+private:
+  mutable std::mutex mutex_;
+  double value_ = 0;
+};
+
+class Histogram {
+public:
+  explicit Histogram(std::vector<double> upper_bounds);
+  void observe(double value);
+  struct Snapshot {
+    std::vector<double> bounds;
+    std::vector<uint64_t> cumulative; // one per bound, then +Inf
+    double sum = 0;
+    uint64_t count = 0;
+  };
+  Snapshot snapshot() const;
+
+private:
+  std::vector<double> bounds_;
+  mutable std::mutex mutex_;
+  std::vector<uint64_t> buckets_;
+  double sum_ = 0;
+  uint64_t count_ = 0;
+};
+
+// A named metric family; each distinct label set is one time series.
+class MetricsRegistry {
+public:
+  Counter& counter(const std::string& name, const std::string& help, const Labels& labels = {});
+  Gauge& gauge(const std::string& name, const std::string& help, const Labels& labels = {});
+  Histogram& histogram(const std::string& name, const std::string& help,
+                       const std::vector<double>& bounds, const Labels& labels = {});
+  // Drops every series of a gauge family, for values recomputed as a whole (devices by health).
+  void clearGauge(const std::string& name);
+  std::string render() const;
+
+private:
+  enum class Kind { kCounter, kGauge, kHistogram };
+  struct Family {
+    Kind kind;
+    std::string help;
+    std::vector<double> bounds;
+    std::map<Labels, std::unique_ptr<Counter>> counters;
+    std::map<Labels, std::unique_ptr<Gauge>> gauges;
+    std::map<Labels, std::unique_ptr<Histogram>> histograms;
+  };
+  Family& family(const std::string& name, Kind kind, const std::string& help);
+
+  mutable std::mutex mutex_;
+  std::vector<std::string> order_;
+  std::map<std::string, Family> families_;
+};
+
+// Escapes a label value per the exposition format (backslash, quote, newline).
+std::string escapeLabelValue(const std::string& value);
+
+} // namespace kube_rdma

@@ -1,0 +1,43 @@
+#pragma once
+
+#include <string>
+#include <utility>
+#include <variant>
+
+namespace kube_rdma {
+
+// An error that says what was wrong, in words an operator can act on.
+struct Error {
+  std::string message;
+};
+
+// A value or an Error. C++20 has no std::expected; this is the one result type the project uses.
+template <class T> class Result {
+public:
+  Result(T value) : state_(std::move(value)) {}   // NOLINT(google-explicit-constructor)
+  Result(Error error) : state_(std::move(error)) {} // NOLINT(google-explicit-constructor)
+
+  bool ok() const { return std::holds_alternative<T>(state_); }
+  explicit operator bool() const { return ok(); }
+
+  const T& value() const& { return std::get<T>(state_); }
+  T& value() & { return std::get<T>(state_); }
+  T&& value() && { return std::get<T>(std::move(state_)); }
+  const T& operator*() const& { return value(); }
+  T& operator*() & { return value(); }
+  const T* operator->() const { return &value(); }
+  T* operator->() { return &value(); }
+
+  const Error& error() const { return std::get<Error>(state_); }
+
+private:
+  std::variant<T, Error> state_;
+};
+
+// For operations that return nothing but can fail.
+struct Ok {};
+using Status = Result<Ok>;
+
+inline Error makeError(std::string message) { return Error{std::move(message)}; }
+
+} // namespace kube_rdma

@@ -1,0 +1,33 @@
+#include "common/metrics.h"
+
+#include <gtest/gtest.h>
+
+namespace kube_rdma {
+namespace {
+
+TEST(MetricsRegistry, RendersCountersGaugesAndHistogramsInExpositionFormat) {
+  MetricsRegistry registry;
+  registry.counter("kube_rdma_requests_total", "Requests.", {{"outcome", "ok"}}).inc(3);
+  registry.gauge("kube_rdma_devices", "Devices.", {{"pool", "rdma/hca"}, {"health", "Healthy"}})
+      .set(8);
+  auto& h = registry.histogram("kube_rdma_latency_seconds", "Latency.", {0.001, 0.01});
+  h.observe(0.0005);
+  h.observe(0.005);
+  h.observe(1);
+  const std::string text = registry.render();
+  EXPECT_NE(text.find("# TYPE kube_rdma_requests_total counter\n"), std::string::npos);
+  EXPECT_NE(text.find("kube_rdma_requests_total{outcome=\"ok\"} 3\n"), std::string::npos);
+  EXPECT_NE(text.find("kube_rdma_devices{health=\"Healthy\",pool=\"rdma/hca\"} 8\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("kube_rdma_latency_seconds_bucket{le=\"0.001\"} 1\n"), std::string::npos);
+  EXPECT_NE(text.find("kube_rdma_latency_seconds_bucket{le=\"0.01\"} 2\n"), std::string::npos);
+  EXPECT_NE(text.find("kube_rdma_latency_seconds_bucket{le=\"+Inf\"} 3\n"), std::string::npos);
+  EXPECT_NE(text.find("kube_rdma_latency_seconds_count 3\n"), std::string::npos);
+}
+
+TEST(MetricsRegistry, EscapesLabelValues) {
+  EXPECT_EQ(escapeLabelValue("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+}
+
+} // namespace
+} // namespace kube_rdma
