@@ -13,7 +13,7 @@ enum class GidType { kUnknown, kRoceV1, kRoceV2 }; // kRoceV1 is the kernel's "I
 
 struct GidEntry {
   uint32_t index = 0;
-  std::string gid;    // kernel form: "0000:0000:0000:0000:0000:ffff:0a98:000c"
+  std::string gid;                  // kernel form: "0000:0000:0000:0000:0000:ffff:0a98:000c"
   GidType type = GidType::kUnknown; // unknown when gid_attrs/types reads EINVAL or is absent
   std::string netdev;               // empty when gid_attrs/ndevs reads EINVAL (all IB GIDs)
   std::string ipv4;                 // dotted quad when the GID is IPv4-mapped, else empty
@@ -37,36 +37,36 @@ struct Port {
   int phys_state = 0;          // 5 = LinkUp
   std::string phys_state_name; // "LinkUp"
   LinkLayer link_layer = LinkLayer::kUnknown;
-  std::string rate;            // "100 Gb/sec (4X EDR)"
-  uint32_t rate_gbps = 0;      // 100
+  std::string rate;       // "100 Gb/sec (4X EDR)"
+  uint32_t rate_gbps = 0; // 100
   uint32_t lid = 0;
-  uint32_t gid_table_len = 0;  // number of gids/<i> entries, used or not
-  std::vector<GidEntry> gids;  // only used (non-zero) entries, by index
-  std::string netdev;          // the port's netdev (RoCE: ndevs of GID 0; IB: IPoIB match)
+  uint32_t gid_table_len = 0; // number of gids/<i> entries, used or not
+  std::vector<GidEntry> gids; // only used (non-zero) entries, by index
+  std::string netdev;         // the port's netdev (RoCE: ndevs of GID 0; IB: IPoIB match)
 
   bool active() const { return state == PortState::kActive; }
 };
 
 struct RdmaDevice {
-  std::string name;         // "mlx5_1" or a udev name such as "rocep1s0f0"
-  std::string node_type;    // "1: CA"
-  std::string node_guid;    // "0c42:a103:0065:d6b6"
+  std::string name;      // "mlx5_1" or a udev name such as "rocep1s0f0"
+  std::string node_type; // "1: CA"
+  std::string node_guid; // "0c42:a103:0065:d6b6"
   std::string sys_image_guid;
   std::string fw_ver;
-  std::string hca_type;     // "MT4123"
-  std::string board_id;     // "MT_0000000223"
-  std::string pci_address;  // "0000:3b:00.0"
-  std::string vendor_id;    // "0x15b3"
-  std::string device_id;    // "0x101b"
-  std::string driver;       // "mlx5_core"
+  std::string hca_type;         // "MT4123"
+  std::string board_id;         // "MT_0000000223"
+  std::string pci_address;      // "0000:3b:00.0"
+  std::string vendor_id;        // "0x15b3"
+  std::string device_id;        // "0x101b"
+  std::string driver;           // "mlx5_core"
   std::optional<int> numa_node; // nullopt when the kernel says -1
   std::string local_cpulist;
   std::vector<std::string> netdevs; // of the PCI function, sorted
-  std::string uverbs;       // "uverbs3"; empty when the device has none
+  std::string uverbs;               // "uverbs3"; empty when the device has none
   bool is_vf = false;
-  std::string pf_pci_address; // for a VF: its PF
+  std::string pf_pci_address;                // for a VF: its PF
   std::vector<std::string> vf_pci_addresses; // for a PF: its VFs
-  std::vector<std::string> pcie_path; // PCI addresses from the root port down to the device
+  std::vector<std::string> pcie_path;        // PCI addresses from the root port down to the device
   std::vector<Port> ports;
 
   std::string uverbsDevicePath() const { return uverbs.empty() ? "" : "/dev/infiniband/" + uverbs; }
@@ -81,7 +81,7 @@ struct GpuDevice {
 
 // One problem found while discovering; the entry named is skipped, never the scan.
 struct DiscoveryWarning {
-  std::string path;    // what could not be read, relative to the sysfs root where possible
+  std::string path; // what could not be read, relative to the sysfs root where possible
   std::string message;
 };
 

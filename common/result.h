@@ -14,7 +14,7 @@ struct Error {
 // A value or an Error. C++20 has no std::expected; this is the one result type the project uses.
 template <class T> class Result {
 public:
-  Result(T value) : state_(std::move(value)) {}   // NOLINT(google-explicit-constructor)
+  Result(T value) : state_(std::move(value)) {}     // NOLINT(google-explicit-constructor)
   Result(Error error) : state_(std::move(error)) {} // NOLINT(google-explicit-constructor)
 
   bool ok() const { return std::holds_alternative<T>(state_); }
@@ -38,6 +38,8 @@ private:
 struct Ok {};
 using Status = Result<Ok>;
 
-inline Error makeError(std::string message) { return Error{std::move(message)}; }
+inline Error makeError(std::string message) {
+  return Error{std::move(message)};
+}
 
 } // namespace kube_rdma
