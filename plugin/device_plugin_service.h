@@ -1,0 +1,50 @@
+#pragma once
+
+#include <chrono>
+#include <stop_token>
+
+#include "common/log.h"
+#include "common/metrics.h"
+#include "deviceplugin/v1beta1/api.grpc.pb.h"
+#include "plugin/resource_manager.h"
+
+namespace kube_rdma {
+
+// The kubelet-facing gRPC service of one pool: a thin translation over a ResourceManager.
+class DevicePluginService final : public v1beta1::DevicePlugin::Service {
+public:
+  DevicePluginService(ResourceManager& manager, std::chrono::milliseconds resend_interval,
+                      Logger& logger, MetricsRegistry& metrics)
+      : manager_(manager), resend_interval_(resend_interval), logger_(logger), metrics_(metrics) {}
+
+  // Ends every ListAndWatch stream of this service, so that the server can shut down at once.
+  void stop() { stop_.request_stop(); }
+
+  // v1beta1::DevicePlugin::Service
+  grpc::Status GetDevicePluginOptions(grpc::ServerContext* context, const v1beta1::Empty* request,
+                                      v1beta1::DevicePluginOptions* response) override;
+  grpc::Status ListAndWatch(grpc::ServerContext* context, const v1beta1::Empty* request,
+                            grpc::ServerWriter<v1beta1::ListAndWatchResponse>* writer) override;
+  grpc::Status GetPreferredAllocation(grpc::ServerContext* context,
+                                      const v1beta1::PreferredAllocationRequest* request,
+                                      v1beta1::PreferredAllocationResponse* response) override;
+  grpc::Status Allocate(grpc::ServerContext* context, const v1beta1::AllocateRequest* request,
+                        v1beta1::AllocateResponse* response) override;
+  grpc::Status PreStartContainer(grpc::ServerContext* context,
+                                 const v1beta1::PreStartContainerRequest* request,
+                                 v1beta1::PreStartContainerResponse* response) override;
+
+private:
+  ResourceManager& manager_;
+  const std::chrono::milliseconds resend_interval_;
+  Logger& logger_;
+  MetricsRegistry& metrics_;
+  std::stop_source stop_;
+};
+
+// Converters between the plain structs and the kubelet's messages, public for tests.
+v1beta1::ListAndWatchResponse toListAndWatchResponse(const DeviceList& list);
+void toContainerAllocateResponse(const ContainerAllocation& allocation,
+                                 v1beta1::ContainerAllocateResponse& out);
+
+} // namespace kube_rdma

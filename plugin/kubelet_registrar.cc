@@ -1,0 +1,96 @@
+#include "plugin/kubelet_registrar.h"
+
+#include <sys/stat.h>
+
+#include <grpcpp/grpcpp.h>
+
+#include "deviceplugin/v1beta1/api.grpc.pb.h"
+
+namespace kube_rdma {
+namespace {
+
+class GrpcKubeletRegistrar final : public KubeletRegistrar {
+public:
+  GrpcKubeletRegistrar(std::string device_plugin_dir, std::chrono::milliseconds timeout)
+      : device_plugin_dir_(std::move(device_plugin_dir)), timeout_(timeout) {}
+
+  // KubeletRegistrar
+  Status registerPool(const RegistrationRequest& request) override {
+    const std::string socket = device_plugin_dir_ + "/" + kKubeletSocketName;
+    // A fresh channel each time: the kubelet's socket is a new inode after every restart.
+    auto channel = grpc::CreateChannel("unix:" + socket, grpc::InsecureChannelCredentials());
+    auto stub = v1beta1::Registration::NewStub(channel);
+    v1beta1::RegisterRequest message;
+    message.set_version(kDevicePluginApiVersion);
+    message.set_endpoint(request.endpoint);
+    message.set_resource_name(request.resource_name);
+    message.mutable_options()->set_get_preferred_allocation_available(
+        request.preferred_allocation_available);
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + timeout_);
+    context.set_wait_for_ready(true);
+    v1beta1::Empty reply;
+    const grpc::Status status = stub->Register(&context, message, &reply);
+    if (!status.ok()) {
+      return makeError("kubelet at " + socket + " refused to register " + request.resource_name +
+                       ": " + status.error_message());
+    }
+    return Ok{};
+  }
+
+private:
+  const std::string device_plugin_dir_;
+  const std::chrono::milliseconds timeout_;
+};
+
+} // namespace
+
+RegistrationMode chooseRegistrationMode(const std::string& plugin_registry_dir) {
+  struct stat st {};
+  const bool exists = !plugin_registry_dir.empty() &&
+                      ::stat(plugin_registry_dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+  return exists ? RegistrationMode::kPluginWatcher : RegistrationMode::kClassic;
+}
+
+std::string toString(RegistrationMode mode) {
+  return mode == RegistrationMode::kPluginWatcher ? "plugin-watcher" : "classic";
+}
+
+std::string poolSocketName(const std::string& resource_name) {
+  std::string name = "kube-rdma-";
+  for (const char c : resource_name) {
+    name += (c == '/' || c == '.') ? '_' : c;
+  }
+  return name + ".sock";
+}
+
+KubeletRegistrarPtr createKubeletRegistrar(const std::string& device_plugin_dir,
+                                           std::chrono::milliseconds timeout) {
+  return std::make_unique<GrpcKubeletRegistrar>(device_plugin_dir, timeout);
+}
+
+grpc::Status PluginWatcherRegistration::GetInfo(grpc::ServerContext*,
+                                                const pluginregistration::InfoRequest*,
+                                                pluginregistration::PluginInfo* response) {
+  response->set_type("DevicePlugin");
+  response->set_name(resource_name_);
+  response->set_endpoint(socket_path_);
+  response->add_supported_versions(kDevicePluginApiVersion);
+  return grpc::Status::OK;
+}
+
+grpc::Status PluginWatcherRegistration::NotifyRegistrationStatus(
+    grpc::ServerContext*, const pluginregistration::RegistrationStatus* request,
+    pluginregistration::RegistrationStatusResponse*) {
+  if (request->plugin_registered()) {
+    logger_.info("kubelet registered pool",
+                 {{"resource", resource_name_}, {"mode", "plugin-watcher"}});
+  } else {
+    logger_.error(
+        "kubelet refused pool",
+        {{"resource", resource_name_}, {"mode", "plugin-watcher"}, {"error", request->error()}});
+  }
+  return grpc::Status::OK;
+}
+
+} // namespace kube_rdma

@@ -1,0 +1,67 @@
+#pragma once
+
+#include <chrono>
+#include <string>
+
+#include "common/log.h"
+#include "common/result.h"
+#include "pluginregistration/v1/api.grpc.pb.h"
+
+namespace kube_rdma {
+
+inline constexpr const char* kDevicePluginApiVersion = "v1beta1";
+inline constexpr const char* kKubeletSocketName = "kubelet.sock";
+
+// How the kubelet learns about our pools. Plugin-watcher mode is used when the kubelet's
+// plugins_registry directory exists at start (it watches it and dials our socket there);
+// otherwise the classic mode: our sockets in the device-plugins directory and a Register call
+// on kubelet.sock.
+enum class RegistrationMode { kClassic, kPluginWatcher };
+
+RegistrationMode chooseRegistrationMode(const std::string& plugin_registry_dir);
+std::string toString(RegistrationMode mode);
+
+// The socket file name of a pool, e.g. "kube-rdma-rdma_shared.sock" for "rdma/shared".
+std::string poolSocketName(const std::string& resource_name);
+
+struct RegistrationRequest {
+  std::string resource_name;
+  std::string endpoint; // the socket's file name inside the device-plugins directory
+  bool preferred_allocation_available = false;
+};
+
+// Classic registration: a Register RPC on <device_plugin_dir>/kubelet.sock.
+class KubeletRegistrar {
+public:
+  virtual ~KubeletRegistrar() = default;
+  /** @return Ok once the kubelet accepted, else the kubelet's (or the dial's) error. */
+  virtual Status registerPool(const RegistrationRequest& request) = 0;
+};
+using KubeletRegistrarPtr = std::unique_ptr<KubeletRegistrar>;
+
+KubeletRegistrarPtr createKubeletRegistrar(const std::string& device_plugin_dir,
+                                           std::chrono::milliseconds timeout);
+
+// Plugin-watcher registration: served on the pool's own socket in the plugins_registry
+// directory next to the DevicePlugin service.
+class PluginWatcherRegistration final : public pluginregistration::Registration::Service {
+public:
+  PluginWatcherRegistration(std::string resource_name, std::string socket_path, Logger& logger)
+      : resource_name_(std::move(resource_name)), socket_path_(std::move(socket_path)),
+        logger_(logger) {}
+
+  // pluginregistration::Registration::Service
+  grpc::Status GetInfo(grpc::ServerContext* context, const pluginregistration::InfoRequest* request,
+                       pluginregistration::PluginInfo* response) override;
+  grpc::Status
+  NotifyRegistrationStatus(grpc::ServerContext* context,
+                           const pluginregistration::RegistrationStatus* request,
+                           pluginregistration::RegistrationStatusResponse* response) override;
+
+private:
+  const std::string resource_name_;
+  const std::string socket_path_;
+  Logger& logger_;
+};
+
+} // namespace kube_rdma
