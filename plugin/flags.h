@@ -1,0 +1,41 @@
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "common/log.h"
+#include "common/result.h"
+
+namespace kube_rdma {
+
+// rdma-device-plugin's command line (DESIGN.md "Interfaces"), with the defaults a node has.
+struct PluginFlags {
+  std::string config_path; // empty: DESIGN.md's default pools
+  std::string sysfs_root = "/sys";
+  std::string proc_root = "/proc";
+  std::string dev_root = "/dev";
+  std::string device_plugin_dir = "/var/lib/kubelet/device-plugins";
+  std::string plugin_registry_dir = "/var/lib/kubelet/plugins_registry";
+  std::string state_dir = "/var/run/kube-rdma";
+  std::string metrics_address; // empty: no metrics endpoint
+  std::string node_name;
+  LogFormat log_format = LogFormat::kText;
+  // Every ListAndWatch stream re-sends the full list this often, so a lost update heals.
+  std::chrono::milliseconds resend_interval{std::chrono::seconds(30)};
+  // How often port states and device nodes are re-read (sysfs attributes do not notify).
+  std::chrono::milliseconds health_interval{250};
+  bool cdi = false;
+  std::string cdi_dir = "/var/run/cdi";
+  bool help = false;
+};
+
+// Parses argv (without argv[0]); "--name value" and "--name=value" both work.
+Result<PluginFlags> parsePluginFlags(const std::vector<std::string>& args);
+
+// "250ms", "30s", "2m", or a bare number of seconds.
+Result<std::chrono::milliseconds> parseDuration(const std::string& text);
+
+std::string pluginUsage();
+
+} // namespace kube_rdma

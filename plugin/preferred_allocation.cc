@@ -1,0 +1,112 @@
+#include "plugin/preferred_allocation.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+namespace kube_rdma {
+namespace {
+
+size_t commonPrefix(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+  size_t n = 0;
+  while (n < a.size() && n < b.size() && a[n] == b[n]) {
+    ++n;
+  }
+  return n;
+}
+
+std::string joinIds(const std::vector<std::string>& ids) {
+  std::string out;
+  for (const auto& id : ids) {
+    out += (out.empty() ? "" : ", ") + id;
+  }
+  return out;
+}
+
+constexpr int kNoNuma = -1;
+
+} // namespace
+
+Result<std::vector<std::string>>
+choosePreferredAllocation(const std::vector<PlacedDevice>& devices,
+                          const std::vector<std::string>& available,
+                          const std::vector<std::string>& must_include, int size) {
+  std::map<std::string, const PlacedDevice*> by_id;
+  for (const auto& d : devices) {
+    by_id[d.id] = &d;
+  }
+  std::vector<std::string> unknown;
+  for (const auto& id : available) {
+    if (!by_id.count(id)) {
+      unknown.push_back(id);
+    }
+  }
+  if (!unknown.empty()) {
+    return makeError("unknown device IDs in available_deviceIDs: " + joinIds(unknown));
+  }
+  const std::set<std::string> available_set(available.begin(), available.end());
+  std::vector<std::string> missing;
+  for (const auto& id : must_include) {
+    if (!available_set.count(id)) {
+      missing.push_back(id);
+    }
+  }
+  if (!missing.empty()) {
+    return makeError("must_include_deviceIDs not in available_deviceIDs: " + joinIds(missing));
+  }
+  if (size < 0 || static_cast<size_t>(size) > available_set.size()) {
+    return makeError("allocation_size " + std::to_string(size) + " is not between 0 and the " +
+                     std::to_string(available_set.size()) + " available devices");
+  }
+  const std::set<std::string> must_set(must_include.begin(), must_include.end());
+  if (must_set.size() > static_cast<size_t>(size)) {
+    return makeError("must_include_deviceIDs holds " + std::to_string(must_set.size()) +
+                     " devices, more than allocation_size " + std::to_string(size));
+  }
+
+  std::vector<const PlacedDevice*> chosen;
+  std::set<int> used_numa;
+  for (const auto& id : must_set) {
+    chosen.push_back(by_id[id]);
+    used_numa.insert(by_id[id]->numa_node.value_or(kNoNuma));
+  }
+  std::map<int, int> free_per_numa;
+  std::vector<const PlacedDevice*> candidates;
+  for (const auto& id : available_set) {
+    if (!must_set.count(id)) {
+      candidates.push_back(by_id[id]);
+      free_per_numa[by_id[id]->numa_node.value_or(kNoNuma)] += 1;
+    }
+  }
+  // NUMA nodes in the order we fill them: already used, then the fullest, unknown last.
+  auto numaRank = [&](int numa) {
+    return std::tuple(numa == kNoNuma, !used_numa.count(numa), -free_per_numa[numa], numa);
+  };
+  while (chosen.size() < static_cast<size_t>(size)) {
+    auto closeness = [&](const PlacedDevice* d) {
+      size_t best = 0;
+      for (const auto* c : chosen) {
+        best = std::max(best, commonPrefix(d->pcie_path, c->pcie_path));
+      }
+      return best;
+    };
+    auto best = std::min_element(
+        candidates.begin(), candidates.end(), [&](const PlacedDevice* a, const PlacedDevice* b) {
+          const auto ka = std::tuple(numaRank(a->numa_node.value_or(kNoNuma)),
+                                     -static_cast<long>(closeness(a)), a->pcie_path, a->id);
+          const auto kb = std::tuple(numaRank(b->numa_node.value_or(kNoNuma)),
+                                     -static_cast<long>(closeness(b)), b->pcie_path, b->id);
+          return ka < kb;
+        });
+    chosen.push_back(*best);
+    used_numa.insert((*best)->numa_node.value_or(kNoNuma));
+    candidates.erase(best);
+  }
+  std::vector<std::string> ids;
+  for (const auto* d : chosen) {
+    ids.push_back(d->id);
+  }
+  return ids;
+}
+
+} // namespace kube_rdma
