@@ -10,7 +10,9 @@
 //     fields, enums, formats), @kubernetes-models/cert-manager for cert-manager's CRDs;
 //   - @kubernetes/client-node's generated models: the field names the OpenAPI defines, to refuse
 //     unknown fields as `kubectl apply` (server-side strict field validation) does;
-//   - @bufbuild/cel, a conformance-tested CEL implementation, for the matchConditions.
+//   - @bufbuild/cel, Buf's CEL implementation, for the matchConditions.
+// Besides, every name an object refers to (ConfigMap, Secret, ServiceAccount, Service and its
+// ports, Issuer, the CA injection source) must exist in the same render.
 //
 // Usage: node validate.mjs --manifests DIR --examples DIR --cases FILE
 import { execFileSync } from "node:child_process";
@@ -236,6 +238,76 @@ function podsOf(obj) {
   return pods;
 }
 
+// ---- references between objects ------------------------------------------------------------
+
+// What the schema cannot see and `kubectl apply` accepts, but leaves a pod stuck or a webhook
+// unreachable: a name that points at nothing in the same overlay.
+const builtinPriorityClasses = new Set(["system-node-critical", "system-cluster-critical"]);
+
+function referenceProblems(objects) {
+  const problems = [];
+  const named = (kind, ns) =>
+    new Set(objects.filter((o) => o.kind === kind && (ns === undefined || o.metadata?.namespace === ns)).map((o) => o.metadata?.name));
+  const certificates = objects.filter((o) => o.kind === "Certificate");
+  const workloads = objects.filter((o) => o.spec?.template?.spec);
+  const selects = (selector, labels) => Object.entries(selector ?? {}).every(([k, v]) => labels?.[k] === v);
+
+  for (const w of workloads) {
+    const ns = w.metadata?.namespace;
+    const spec = w.spec.template.spec;
+    const secrets = new Set([...named("Secret", ns), ...certificates.filter((c) => c.metadata?.namespace === ns).map((c) => c.spec?.secretName)]);
+    for (const v of spec.volumes ?? []) {
+      if (v.configMap && !named("ConfigMap", ns).has(v.configMap.name)) problems.push(`${idOf(w)}: volume ${v.name}: no ConfigMap ${v.configMap.name}`);
+      if (v.secret && !secrets.has(v.secret.secretName)) problems.push(`${idOf(w)}: volume ${v.name}: no Secret or Certificate for ${v.secret.secretName}`);
+    }
+    if (spec.serviceAccountName && !named("ServiceAccount", ns).has(spec.serviceAccountName)) {
+      problems.push(`${idOf(w)}: no ServiceAccount ${spec.serviceAccountName}`);
+    }
+    if (spec.priorityClassName && !builtinPriorityClasses.has(spec.priorityClassName) && !named("PriorityClass").has(spec.priorityClassName)) {
+      problems.push(`${idOf(w)}: no PriorityClass ${spec.priorityClassName}`);
+    }
+    if (!selects(w.spec.selector?.matchLabels, w.spec.template.metadata?.labels)) problems.push(`${idOf(w)}: selector does not match its own template`);
+  }
+
+  const podsSelectedBy = (ns, selector) =>
+    workloads.filter((w) => w.metadata?.namespace === ns && selects(selector, w.spec.template.metadata?.labels));
+  for (const o of objects.filter((x) => x.kind === "Service" || x.kind === "PodDisruptionBudget")) {
+    const selector = o.kind === "Service" ? o.spec?.selector : o.spec?.selector?.matchLabels;
+    const targets = podsSelectedBy(o.metadata?.namespace, selector);
+    if (targets.length === 0) problems.push(`${idOf(o)}: selects no pod template`);
+    for (const p of o.kind === "Service" ? (o.spec?.ports ?? []) : []) {
+      if (typeof p.targetPort !== "string") continue;
+      const ports = targets.flatMap((w) => w.spec.template.spec.containers.flatMap((c) => c.ports ?? []));
+      if (!ports.some((cp) => cp.name === p.targetPort)) problems.push(`${idOf(o)}: port ${p.name}: no container port named ${p.targetPort}`);
+    }
+  }
+
+  for (const mwc of objects.filter((o) => o.kind === "MutatingWebhookConfiguration")) {
+    for (const wh of mwc.webhooks ?? []) {
+      const ref = wh.clientConfig?.service;
+      if (!ref) continue;
+      const svc = objects.find((o) => o.kind === "Service" && o.metadata?.name === ref.name && o.metadata?.namespace === ref.namespace);
+      if (!svc) problems.push(`${idOf(mwc)}: webhook ${wh.name}: no Service ${ref.namespace}/${ref.name}`);
+      else if (!(svc.spec?.ports ?? []).some((p) => p.port === (ref.port ?? 443))) problems.push(`${idOf(mwc)}: webhook ${wh.name}: Service has no port ${ref.port ?? 443}`);
+    }
+    const inject = mwc.metadata?.annotations?.["cert-manager.io/inject-ca-from"];
+    if (inject && !certificates.some((c) => `${c.metadata?.namespace}/${c.metadata?.name}` === inject)) {
+      problems.push(`${idOf(mwc)}: inject-ca-from names no Certificate ${inject}`);
+    }
+  }
+
+  for (const c of certificates) {
+    const issuer = c.spec?.issuerRef;
+    if (issuer?.kind === "Issuer" && !named("Issuer", c.metadata?.namespace).has(issuer.name)) problems.push(`${idOf(c)}: no Issuer ${issuer.name}`);
+  }
+  for (const i of objects.filter((o) => o.kind === "Issuer" && o.spec?.ca)) {
+    if (!certificates.some((c) => c.metadata?.namespace === i.metadata?.namespace && c.spec?.secretName === i.spec.ca.secretName)) {
+      problems.push(`${idOf(i)}: no Certificate makes the CA Secret ${i.spec.ca.secretName}`);
+    }
+  }
+  return problems;
+}
+
 // ---- CEL matchConditions --------------------------------------------------------------------
 
 // The variables the API server binds for a webhook's matchConditions.
@@ -311,6 +383,7 @@ async function main() {
       problems.push(...(await validateObject(obj)).map((p) => `${idOf(obj)}: ${p}`));
     }
     check(`${label}: renders, ${objects.length} objects valid`, problems);
+    check(`${label}: every name an object refers to exists`, referenceProblems(objects));
     const mwc = objects.find((o) => o.kind === "MutatingWebhookConfiguration");
     if (mwc && !mwcConditions) {
       const compiled = compileConditions(mwc);
