@@ -344,6 +344,10 @@ void ObjectReader::failHere(const std::string& message) {
   errors_->add(path_, message);
 }
 
+void ObjectReader::failAt(const std::string& path, const std::string& message) {
+  errors_->add(path, message);
+}
+
 void ObjectReader::finish() {
   if (value_ == nullptr) {
     return;

@@ -98,6 +98,9 @@ public:
   void fail(const std::string& key, const std::string& message);
   // Records a problem with this object as a whole.
   void failHere(const std::string& message);
+  // Records a problem at a full path below this object, e.g. one element of a string array:
+  // failAt(jsonIndexPath(pathOf("vendors"), 2), "...").
+  void failAt(const std::string& path, const std::string& message);
 
   // Reports every key of the object that no read above asked for, naming the known ones.
   void finish();

@@ -132,20 +132,6 @@ bool nameMatches(const NcclDeviceList& list, const NcclListEntry& entry, std::st
   return list.exact ? name == entry.name : name.substr(0, entry.name.size()) == entry.name;
 }
 
-bool isSafeEnvName(const std::string& name) {
-  if (name.empty() || (name[0] >= '0' && name[0] <= '9')) {
-    return false;
-  }
-  for (char c : name) {
-    const bool ok =
-        (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
-    if (!ok) {
-      return false;
-    }
-  }
-  return true;
-}
-
 } // namespace
 
 Result<std::string> renderIbHca(const std::vector<HcaPort>& ports) {
@@ -168,6 +154,20 @@ Result<std::string> renderIbHca(const std::vector<HcaPort>& ports) {
     out += (out.size() > 1 ? "," : "") + p.device + ":" + std::to_string(p.port);
   }
   return out;
+}
+
+bool isPortableEnvName(std::string_view name) {
+  if (name.empty() || (name[0] >= '0' && name[0] <= '9')) {
+    return false;
+  }
+  for (char c : name) {
+    const bool ok =
+        (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+    if (!ok) {
+      return false;
+    }
+  }
+  return true;
 }
 
 NcclDeviceList parseNcclIbHca(std::string_view value) {
@@ -248,7 +248,7 @@ Result<std::string> renderNcclConf(const NcclEnv& settings) {
   std::string out;
   std::set<std::string> seen;
   for (const auto& [name, value] : settings) {
-    if (!isSafeEnvName(name)) {
+    if (!isPortableEnvName(name)) {
       return makeError("nccl.conf: name " + quoted(name) +
                        " must be letters, digits and '_' (not starting with a digit)");
     }

@@ -76,6 +76,9 @@ std::vector<std::string> selectInterfaces(const NcclDeviceList& list,
 
 using NcclEnv = std::vector<std::pair<std::string, std::string>>;
 
+// [A-Za-z_][A-Za-z0-9_]*: a name every shell, container runtime and nccl.conf reader agrees on.
+bool isPortableEnvName(std::string_view name);
+
 // nccl.conf text: one NAME=VALUE line per setting, in order, nothing else (no comments and no
 // blank lines: NCCL < 2.26.2 would read "#..." lines with an '=' as variables). Errors name the
 // setting: a name that is not [A-Za-z_][A-Za-z0-9_]*, a value with a newline, carriage return or
