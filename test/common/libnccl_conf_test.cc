@@ -1,0 +1,213 @@
+// Hands nccl.conf files to the real libnccl.so.2 (NCCL 2.28 on the project's machines) and reads
+// back what NCCL did with them: its own INFO log and the environment it set. ncclGetUniqueId
+// needs no GPU. Each case runs in a forked child so NCCL's once-per-process env loading starts
+// fresh and the test process never loads NCCL.
+#include <dlfcn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "common/nccl_settings.h"
+
+extern char** environ;
+
+namespace kube_rdma {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int kNoNccl = 77;
+
+struct NcclRun {
+  bool nccl_found = false;
+  int unique_id_result = -1;
+  int version = 0;
+  std::string log;                                       // NCCL_DEBUG_FILE contents
+  std::map<std::string, std::optional<std::string>> env; // the asked names after NCCL ran
+};
+
+std::string readFile(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+class LibNcclConf : public testing::Test {
+protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/kube-rdma-libnccl-XXXXXX";
+    ASSERT_NE(mkdtemp(pattern), nullptr);
+    dir_ = pattern;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  fs::path writeConf(const std::string& text) {
+    const fs::path path = dir_ / "nccl.conf";
+    std::ofstream(path, std::ios::binary) << text;
+    return path;
+  }
+
+  // Runs ncclGetUniqueId in a child with only NCCL_CONF_FILE (and `env`) set among NCCL_*
+  // variables, then reports `names` as NCCL left them in the environment.
+  NcclRun run(const fs::path& conf, const NcclEnv& env, const std::vector<std::string>& names) {
+    const fs::path log = dir_ / "nccl.log";
+    const fs::path result = dir_ / "result.json";
+    fs::remove(log);
+    fs::remove(result);
+    const pid_t pid = fork();
+    if (pid == 0) {
+      alarm(60); // a hung NCCL must not hang the suite
+      std::vector<std::string> inherited;
+      for (char** e = environ; *e != nullptr; ++e) {
+        const std::string entry = *e;
+        if (entry.rfind("NCCL_", 0) == 0) {
+          inherited.push_back(entry.substr(0, entry.find('=')));
+        }
+      }
+      for (const auto& name : inherited) {
+        unsetenv(name.c_str());
+      }
+      setenv("NCCL_CONF_FILE", conf.c_str(), 1);
+      setenv("NCCL_DEBUG_FILE", log.c_str(), 1);
+      for (const auto& [name, value] : env) {
+        setenv(name.c_str(), value.c_str(), 1);
+      }
+      void* nccl = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
+      if (nccl == nullptr) {
+        _exit(kNoNccl);
+      }
+      using GetVersion = int (*)(int*);
+      using GetUniqueId = int (*)(void*);
+      auto get_version = reinterpret_cast<GetVersion>(dlsym(nccl, "ncclGetVersion"));
+      auto get_unique_id = reinterpret_cast<GetUniqueId>(dlsym(nccl, "ncclGetUniqueId"));
+      if (get_version == nullptr || get_unique_id == nullptr) {
+        _exit(kNoNccl);
+      }
+      nlohmann::json out;
+      int version = 0;
+      get_version(&version);
+      char unique_id[128] = {}; // sizeof(ncclUniqueId)
+      out["result"] = get_unique_id(unique_id);
+      out["version"] = version;
+      for (const auto& name : names) {
+        const char* value = getenv(name.c_str());
+        out["env"][name] = value == nullptr ? nlohmann::json() : nlohmann::json(value);
+      }
+      std::ofstream(result) << out.dump();
+      _exit(0);
+    }
+    NcclRun run;
+    int status = 0;
+    EXPECT_EQ(waitpid(pid, &status, 0), pid);
+    if (WIFEXITED(status) && WEXITSTATUS(status) == kNoNccl) {
+      return run;
+    }
+    run.nccl_found = true;
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
+    const std::string text = readFile(result);
+    EXPECT_FALSE(text.empty()) << "the child wrote no result";
+    if (text.empty()) {
+      return run;
+    }
+    const auto out = nlohmann::json::parse(text);
+    run.unique_id_result = out["result"].get<int>();
+    run.version = out["version"].get<int>();
+    run.log = readFile(log);
+    if (out.contains("env")) {
+      for (const auto& [name, value] : out["env"].items()) {
+        run.env[name] =
+            value.is_null() ? std::nullopt : std::optional<std::string>(value.get<std::string>());
+      }
+    }
+    return run;
+  }
+
+  fs::path dir_;
+};
+
+#define SKIP_WITHOUT_NCCL(run)                                                                     \
+  if (!(run).nccl_found) {                                                                         \
+    GTEST_SKIP() << "skipped: libnccl.so.2 not found";                                             \
+  }
+
+TEST_F(LibNcclConf, NcclTakesTheValuesOfOurRenderedFile) {
+  // NCCL_DEBUG comes from the file too: any INFO line at all proves NCCL read it.
+  const NcclEnv settings{{"NCCL_DEBUG", "INFO"},
+                         {"NCCL_SOCKET_IFNAME", "lo"},
+                         {"NCCL_IB_HCA", "=mlx5_1:1,mlx5_2:1"},
+                         {"NCCL_IB_DISABLE", "0"},
+                         {"KUBE_RDMA_DEVICES", "mlx5_1,mlx5_2"}};
+  auto text = renderNcclConf(settings);
+  ASSERT_TRUE(text.ok()) << text.error().message;
+  const NcclRun r =
+      run(writeConf(*text), {},
+          {"NCCL_IB_HCA", "NCCL_IB_DISABLE", "KUBE_RDMA_DEVICES", "NCCL_SOCKET_IFNAME"});
+  SKIP_WITHOUT_NCCL(r);
+  EXPECT_EQ(r.unique_id_result, 0) << r.log;
+  EXPECT_NE(r.log.find("NCCL INFO NCCL_SOCKET_IFNAME set by environment to lo\n"),
+            std::string::npos)
+      << r.log;
+  EXPECT_NE(r.log.find("Bootstrap: Using lo:"), std::string::npos) << r.log;
+  // NCCL setenv()s every line verbatim, the exact-match '=' of NCCL_IB_HCA included.
+  EXPECT_EQ(r.env.at("NCCL_IB_HCA"), "=mlx5_1:1,mlx5_2:1");
+  EXPECT_EQ(r.env.at("NCCL_IB_DISABLE"), "0");
+  EXPECT_EQ(r.env.at("KUBE_RDMA_DEVICES"), "mlx5_1,mlx5_2");
+}
+
+TEST_F(LibNcclConf, TheProcessEnvironmentBeatsTheFile) {
+  auto text = renderNcclConf({{"NCCL_DEBUG", "INFO"}, {"NCCL_SOCKET_IFNAME", "lo"}});
+  ASSERT_TRUE(text.ok());
+  const NcclRun r = run(writeConf(*text), {{"NCCL_SOCKET_IFNAME", "=lo"}}, {"NCCL_SOCKET_IFNAME"});
+  SKIP_WITHOUT_NCCL(r);
+  EXPECT_NE(r.log.find("NCCL_SOCKET_IFNAME set by environment to =lo\n"), std::string::npos)
+      << r.log;
+  EXPECT_EQ(r.log.find("set by environment to lo\n"), std::string::npos) << r.log;
+  EXPECT_EQ(r.env.at("NCCL_SOCKET_IFNAME"), "=lo");
+}
+
+TEST_F(LibNcclConf, ParseNcclConfPredictsWhatNcclSets) {
+  // Lines NCCL reads in surprising ways; parseNcclConf must agree with the real library.
+  const std::string text = "NCCL_DEBUG=INFO\n"
+                           "NCCL_T_EQ==x\n"
+                           "NCCL_T_SPACE = y\n"
+                           "# NCCL_T_COMMENT=z\n"
+                           "NCCL_T_CR=1\r\n"
+                           "NCCL_T_FIRST=first\n"
+                           "NCCL_T_FIRST=second\n"
+                           "no equals sign\n"
+                           "NCCL_T_TWO=a=b\n"
+                           "NCCL_T_LONG=" +
+                           std::string(1500, 'v') + "\nNCCL_T_LAST=end";
+  const NcclEnv predicted = parseNcclConf(text);
+  std::map<std::string, std::string> first_wins;
+  for (const auto& [name, value] : predicted) {
+    first_wins.emplace(name, value);
+  }
+  std::vector<std::string> names;
+  for (const auto& [name, value] : first_wins) {
+    names.push_back(name);
+  }
+  names.insert(names.end(), {"NCCL_T_COMMENT", "# NCCL_T_COMMENT", "NCCL_T_SPACE"});
+  const NcclRun r = run(writeConf(text), {}, names);
+  SKIP_WITHOUT_NCCL(r);
+  for (const auto& [name, value] : first_wins) {
+    EXPECT_EQ(r.env.at(name), value) << name;
+  }
+  EXPECT_EQ(r.env.at("NCCL_T_COMMENT"), std::nullopt);
+  EXPECT_EQ(r.env.at("# NCCL_T_COMMENT"), std::nullopt);
+  EXPECT_EQ(r.env.at("NCCL_T_SPACE"), std::nullopt); // the name is "NCCL_T_SPACE " instead
+  EXPECT_EQ(first_wins.at("NCCL_T_SPACE "), " y");
+  EXPECT_EQ(first_wins.at("NCCL_T_LONG").size(), kNcclConfMaxLength);
+  EXPECT_GE(r.version, 22600) << "comment lines are read this way since NCCL 2.26.2";
+}
+
+} // namespace
+} // namespace kube_rdma
