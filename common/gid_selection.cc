@@ -1,0 +1,100 @@
+#include "common/gid_selection.h"
+
+#include <arpa/inet.h>
+
+#include <charconv>
+
+#include "common/sysfs_attributes.h"
+
+namespace kube_rdma {
+namespace {
+
+bool inRange(const Gid& gid, const Cidr& cidr) {
+  // An IPv4 range is compared with the address inside an IPv4-mapped GID (the last 4 bytes).
+  const size_t offset = cidr.family == GidFamily::kIPv4 ? 12 : 0;
+  uint32_t bits = cidr.prefix_length;
+  for (size_t i = 0; bits > 0; ++i) {
+    const uint32_t take = bits >= 8 ? 8 : bits;
+    const uint8_t mask = static_cast<uint8_t>(0xff00 >> take);
+    if ((gid.bytes[offset + i] & mask) != (cidr.address[i] & mask)) {
+      return false;
+    }
+    bits -= take;
+  }
+  return true;
+}
+
+} // namespace
+
+Result<Cidr> parseCidr(std::string_view text) {
+  const std::string shown = "\"" + std::string(text) + "\"";
+  if (text.find(',') != std::string_view::npos) {
+    return makeError("address range " + shown + ": one CIDR only (NCCL reads only the first)");
+  }
+  const size_t slash = text.find('/');
+  if (slash == std::string_view::npos) {
+    return makeError("address range " + shown + ": expected ADDRESS/PREFIX, e.g. 10.1.0.0/16");
+  }
+  Cidr out;
+  const std::string address(text.substr(0, slash));
+  out.family = address.find(':') != std::string::npos ? GidFamily::kIPv6 : GidFamily::kIPv4;
+  const int af = out.family == GidFamily::kIPv6 ? AF_INET6 : AF_INET;
+  if (inet_pton(af, address.c_str(), out.address.data()) != 1) {
+    return makeError("address range " + shown + ": \"" + address + "\" is not an IP address");
+  }
+  const std::string_view length = text.substr(slash + 1);
+  const uint32_t max_length = out.family == GidFamily::kIPv6 ? 128 : 32;
+  auto [end, ec] = std::from_chars(length.data(), length.data() + length.size(), out.prefix_length);
+  if (length.empty() || ec != std::errc() || end != length.data() + length.size() ||
+      out.prefix_length > max_length) {
+    return makeError("address range " + shown + ": prefix length must be 0.." +
+                     std::to_string(max_length));
+  }
+  return out;
+}
+
+std::optional<uint32_t> selectGidIndex(const Port& port, const GidSelectionPolicy& policy) {
+  if (port.link_layer != LinkLayer::kEthernet) {
+    return std::nullopt;
+  }
+  std::optional<uint32_t> best;
+  for (const auto& entry : port.gids) {
+    if (best && entry.index >= *best) {
+      continue;
+    }
+    if (entry.type != policy.roce_version) {
+      continue;
+    }
+    auto gid = parseGid(entry.gid);
+    if (!gid.ok() || isZero(*gid) || isLinkLocal(*gid)) {
+      continue;
+    }
+    const GidFamily family = ipv4Of(*gid) ? GidFamily::kIPv4 : GidFamily::kIPv6;
+    if (family != policy.family) {
+      continue;
+    }
+    if (policy.range && (policy.range->family != family || !inRange(*gid, *policy.range))) {
+      continue;
+    }
+    best = entry.index;
+  }
+  return best;
+}
+
+std::optional<uint32_t> agreedGidIndex(const std::vector<const Port*>& ports,
+                                       const GidSelectionPolicy& policy) {
+  std::optional<uint32_t> agreed;
+  for (const Port* port : ports) {
+    if (port->link_layer != LinkLayer::kEthernet) {
+      continue;
+    }
+    const auto index = selectGidIndex(*port, policy);
+    if (!index || (agreed && *agreed != *index)) {
+      return std::nullopt;
+    }
+    agreed = index;
+  }
+  return agreed;
+}
+
+} // namespace kube_rdma

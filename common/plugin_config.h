@@ -1,0 +1,88 @@
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/device_model.h"
+#include "common/gid_selection.h"
+#include "common/nccl_settings.h"
+#include "common/result.h"
+
+// The device plugin's JSON config (`--config`), documented key by key in docs/plugin-config.md.
+// Parsing is strict: unknown keys, wrong types, out-of-range values and duplicate resource names
+// are errors carrying the JSON path of the offending field.
+namespace kube_rdma {
+
+enum class PoolMode { kShared, kExclusive };
+
+// Which ports a pool takes. Every list that is given must match (a device-name glob AND a vendor
+// ...); within one list any entry may match. Empty lists match everything.
+struct PoolSelector {
+  std::optional<LinkLayer> link_layer;    // per port; nullopt: any
+  std::vector<std::string> device_names;  // fnmatch globs over the RDMA device name
+  std::vector<std::string> netdev_names;  // globs over the port's netdev (or the device's)
+  std::vector<std::string> vendors;       // "0x15b3", lower case
+  std::vector<std::string> device_ids;    // "0x101b", lower case
+  std::vector<std::string> drivers;       // "mlx5_core"
+  std::vector<std::string> pci_addresses; // "0000:3b:00.0", lower case
+  std::vector<std::string> exclude;       // device-name globs taken out after the rest matched
+  bool include_management = false;        // the HCA carrying the default route
+  bool include_vfs = false;               // SR-IOV virtual functions
+  bool operator==(const PoolSelector&) const = default;
+};
+
+enum class GidIndexMode {
+  kUnset,  // NCCL >= 2.21 picks the GID itself (recommended)
+  kAgreed, // NCCL_IB_GID_INDEX = the index every selected RoCE port agrees on, else unset
+  kFixed,  // NCCL_IB_GID_INDEX = gid_index
+};
+
+struct NcclPoolOptions {
+  GidIndexMode gid_index_mode = GidIndexMode::kUnset;
+  uint32_t gid_index = 0;        // kFixed only
+  GidSelectionPolicy gid_policy; // how "agreed" picks each port's GID (NCCL's own rule)
+  bool nccl_conf_enabled = true;
+  std::string nccl_conf_path = "/etc/nccl.conf"; // inside the container
+  NcclEnv env;                                   // extra NAME=VALUE, by name
+  bool operator==(const NcclPoolOptions&) const = default;
+};
+
+struct PoolSpec {
+  std::string resource_name; // "rdma/hca"
+  PoolSelector selector;
+  PoolMode mode = PoolMode::kShared;
+  std::optional<uint32_t> shared_count; // nullopt: "auto", see sharedDeviceCount()
+  NcclPoolOptions nccl;
+  bool operator==(const PoolSpec&) const = default;
+};
+
+struct PluginConfig {
+  std::vector<PoolSpec> pools; // in order: a port belongs to the first pool that selects it
+  uint32_t resend_interval_seconds = 30; // periodic ListAndWatch re-send
+  uint32_t health_poll_ms = 500;         // port state re-read period
+  bool operator==(const PluginConfig&) const = default;
+};
+
+// Shared-count bounds and the "auto" rule: 16 IDs per HCA in the pool, at most 1024.
+constexpr uint32_t kMaxSharedCount = 1024;
+constexpr uint32_t kAutoSharedPerHca = 16;
+
+// How many synthetic IDs a shared pool advertises for `hca_count` HCAs: the fixed count, or
+// "auto" = 16 x HCAs capped at 1024 (0 when the pool has no HCA). Exclusive pools: one per HCA.
+uint32_t sharedDeviceCount(const PoolSpec& pool, size_t hca_count);
+
+// DESIGN.md's defaults: rdma/hca = InfiniBand ports, rdma/shared = Ethernet (RoCE) ports, both
+// shared with "auto" counts, management HCA and VFs left out, GID index unset, nccl.conf mounted
+// at /etc/nccl.conf.
+PluginConfig defaultPluginConfig();
+
+// Parses and validates the config text. "pools" absent means the default pools.
+Result<PluginConfig> parsePluginConfig(const std::string& json_text);
+
+// Kubernetes' IsExtendedResourceName: "domain/name", a DNS subdomain and a qualified name, not in
+// the kubernetes.io namespace. The error says which part is wrong.
+Status validateExtendedResourceName(const std::string& name);
+
+} // namespace kube_rdma

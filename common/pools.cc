@@ -1,0 +1,183 @@
+#include "common/pools.h"
+
+#include <fnmatch.h>
+
+#include <algorithm>
+
+#include "common/gid_selection.h"
+
+namespace kube_rdma {
+namespace {
+
+bool anyGlob(const std::vector<std::string>& globs, const std::string& name) {
+  return std::any_of(globs.begin(), globs.end(), [&](const std::string& glob) {
+    return fnmatch(glob.c_str(), name.c_str(), 0) == 0;
+  });
+}
+
+bool contains(const std::vector<std::string>& list, const std::string& value) {
+  return std::find(list.begin(), list.end(), value) != list.end();
+}
+
+// The port's own netdev when known (RoCE: ndevs of GID 0), else the PCI function's netdevs.
+std::vector<std::string> portNetdevs(const RdmaDevice& device, const Port& port) {
+  return port.netdev.empty() ? device.netdevs : std::vector<std::string>{port.netdev};
+}
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& item : items) {
+    out += (out.empty() ? "" : ",") + item;
+  }
+  return out;
+}
+
+} // namespace
+
+std::vector<std::string> NodePool::deviceNames() const {
+  std::vector<std::string> out;
+  for (const auto& hca : hcas) {
+    out.push_back(hca.device);
+  }
+  return out;
+}
+
+std::vector<HcaPort> NodePool::ports() const {
+  std::vector<HcaPort> out;
+  for (const auto& hca : hcas) {
+    for (uint32_t port : hca.ports) {
+      out.push_back(HcaPort{hca.device, port});
+    }
+  }
+  return out;
+}
+
+std::string managementDevice(const NodeTopology& topology) {
+  if (topology.management_netdev.empty()) {
+    return "";
+  }
+  for (const auto& device : topology.devices) {
+    if (contains(device.netdevs, topology.management_netdev)) {
+      return device.name;
+    }
+    for (const auto& port : device.ports) {
+      if (port.netdev == topology.management_netdev) {
+        return device.name;
+      }
+    }
+  }
+  return "";
+}
+
+// IDs and PCI addresses compare as written: sysfs prints them in lower case and the config parser
+// lower-cases what the operator wrote.
+bool selectorMatches(const PoolSelector& s, const RdmaDevice& device, const Port& port,
+                     bool is_management) {
+  if ((is_management && !s.include_management) || (device.is_vf && !s.include_vfs)) {
+    return false;
+  }
+  if (s.link_layer && port.link_layer != *s.link_layer) {
+    return false;
+  }
+  if (!s.device_names.empty() && !anyGlob(s.device_names, device.name)) {
+    return false;
+  }
+  if (!s.netdev_names.empty()) {
+    const auto netdevs = portNetdevs(device, port);
+    if (std::none_of(netdevs.begin(), netdevs.end(),
+                     [&](const std::string& n) { return anyGlob(s.netdev_names, n); })) {
+      return false;
+    }
+  }
+  if ((!s.vendors.empty() && !contains(s.vendors, device.vendor_id)) ||
+      (!s.device_ids.empty() && !contains(s.device_ids, device.device_id)) ||
+      (!s.drivers.empty() && !contains(s.drivers, device.driver)) ||
+      (!s.pci_addresses.empty() && !contains(s.pci_addresses, device.pci_address))) {
+    return false;
+  }
+  return !anyGlob(s.exclude, device.name);
+}
+
+std::vector<NodePool> buildPools(const NodeTopology& topology, const PluginConfig& config) {
+  std::vector<NodePool> pools;
+  for (const auto& spec : config.pools) {
+    pools.push_back(NodePool{spec, {}});
+  }
+  const std::string management = managementDevice(topology);
+  for (const auto& device : topology.devices) {
+    for (const auto& port : device.ports) {
+      for (auto& pool : pools) {
+        if (!selectorMatches(pool.spec.selector, device, port, device.name == management)) {
+          continue;
+        }
+        if (pool.hcas.empty() || pool.hcas.back().device != device.name) {
+          pool.hcas.push_back(PoolHca{device.name, {}});
+        }
+        pool.hcas.back().ports.push_back(port.number);
+        break;
+      }
+    }
+  }
+  return pools;
+}
+
+Result<NcclEnv> computeNcclSettings(const NodeTopology& topology, const NodePool& pool,
+                                    const std::vector<std::string>& granted_devices) {
+  for (const auto& name : granted_devices) {
+    const auto& hcas = pool.hcas;
+    if (std::none_of(hcas.begin(), hcas.end(),
+                     [&](const PoolHca& h) { return h.device == name; })) {
+      return makeError("device " + name + " is not in pool " + pool.spec.resource_name);
+    }
+  }
+  std::vector<HcaPort> active;
+  std::vector<const Port*> active_ports;
+  std::vector<std::string> devices;
+  std::vector<std::string> netdevs;
+  for (const auto& hca : pool.hcas) { // pool order, whatever order the IDs came in
+    if (!contains(granted_devices, hca.device)) {
+      continue;
+    }
+    devices.push_back(hca.device);
+    const RdmaDevice* device = topology.findDevice(hca.device);
+    if (device == nullptr) {
+      continue; // vanished since the pool was built: health reports it
+    }
+    for (const auto& port : device->ports) {
+      if (std::find(hca.ports.begin(), hca.ports.end(), port.number) == hca.ports.end()) {
+        continue;
+      }
+      for (const auto& netdev : portNetdevs(*device, port)) {
+        if (!contains(netdevs, netdev)) {
+          netdevs.push_back(netdev);
+        }
+      }
+      if (port.active()) {
+        active.push_back(HcaPort{device->name, port.number});
+        active_ports.push_back(&port);
+      }
+    }
+  }
+  if (active.empty()) {
+    return makeError("no ACTIVE port of pool " + pool.spec.resource_name + " on " + join(devices));
+  }
+  auto hca = renderIbHca(active);
+  if (!hca.ok()) {
+    return hca.error();
+  }
+  NcclEnv env{{"NCCL_IB_HCA", *hca}, {"NCCL_IB_DISABLE", "0"}};
+  const NcclPoolOptions& nccl = pool.spec.nccl;
+  if (nccl.gid_index_mode == GidIndexMode::kFixed) {
+    env.emplace_back("NCCL_IB_GID_INDEX", std::to_string(nccl.gid_index));
+  } else if (nccl.gid_index_mode == GidIndexMode::kAgreed) {
+    if (auto agreed = agreedGidIndex(active_ports, nccl.gid_policy)) {
+      env.emplace_back("NCCL_IB_GID_INDEX", std::to_string(*agreed));
+    }
+  }
+  env.emplace_back("KUBE_RDMA_DEVICES", join(devices));
+  env.emplace_back("KUBE_RDMA_NETDEVS", join(netdevs));
+  env.insert(env.end(), nccl.env.begin(), nccl.env.end());
+  return env;
+}
+
+} // namespace kube_rdma

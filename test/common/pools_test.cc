@@ -1,0 +1,298 @@
+#include "common/pools.h"
+
+#include <gtest/gtest.h>
+
+#include "common/sysfs_discovery.h"
+
+namespace kube_rdma {
+namespace {
+
+Port port(uint32_t number, LinkLayer layer, const std::string& netdev,
+          PortState state = PortState::kActive) {
+  Port p;
+  p.number = number;
+  p.state = state;
+  p.link_layer = layer;
+  p.netdev = netdev;
+  return p;
+}
+
+RdmaDevice device(const std::string& name, const std::string& pci, std::vector<Port> ports) {
+  RdmaDevice d;
+  d.name = name;
+  d.pci_address = pci;
+  d.vendor_id = "0x15b3";
+  d.device_id = "0x101b";
+  d.driver = "mlx5_core";
+  for (const auto& p : ports) {
+    d.netdevs.push_back(p.netdev);
+  }
+  d.ports = std::move(ports);
+  return d;
+}
+
+// mlx5_0: management RoCE (eth0); mlx5_1: dual-port IB (ib0) + RoCE (eth1); mlx5_2: RoCE (eth2);
+// mlx5_3: a RoCE VF of mlx5_2 (eth3).
+NodeTopology mixedNode() {
+  NodeTopology t;
+  t.management_netdev = "eth0";
+  t.devices = {
+      device("mlx5_0", "0000:0c:00.0", {port(1, LinkLayer::kEthernet, "eth0")}),
+      device("mlx5_1", "0000:13:00.0",
+             {port(1, LinkLayer::kInfiniBand, "ib0"), port(2, LinkLayer::kEthernet, "eth1")}),
+      device("mlx5_2", "0000:23:00.0", {port(1, LinkLayer::kEthernet, "eth2")}),
+      device("mlx5_3", "0000:23:00.2", {port(1, LinkLayer::kEthernet, "eth3")}),
+  };
+  t.devices[3].is_vf = true;
+  t.devices[3].device_id = "0x101c";
+  return t;
+}
+
+const NodePool& poolNamed(const std::vector<NodePool>& pools, const std::string& name) {
+  for (const auto& p : pools) {
+    if (p.spec.resource_name == name) {
+      return p;
+    }
+  }
+  ADD_FAILURE() << "no pool " << name;
+  return pools.front();
+}
+
+TEST(ManagementDevice, IsTheHcaCarryingTheDefaultRoute) {
+  NodeTopology t = mixedNode();
+  EXPECT_EQ(managementDevice(t), "mlx5_0");
+  t.management_netdev = "eth2";
+  EXPECT_EQ(managementDevice(t), "mlx5_2");
+  t.management_netdev = "bond0"; // not on an RDMA device
+  EXPECT_EQ(managementDevice(t), "");
+  t.management_netdev = "";
+  EXPECT_EQ(managementDevice(t), "");
+}
+
+TEST(BuildPools, DefaultsSplitADualPortHcaAndLeaveOutManagementAndVfs) {
+  auto pools = buildPools(mixedNode(), defaultPluginConfig());
+  ASSERT_EQ(pools.size(), 2u);
+  EXPECT_EQ(poolNamed(pools, "rdma/hca").hcas, (std::vector<PoolHca>{{"mlx5_1", {1}}}));
+  EXPECT_EQ(poolNamed(pools, "rdma/shared").hcas,
+            (std::vector<PoolHca>{{"mlx5_1", {2}}, {"mlx5_2", {1}}}));
+  EXPECT_EQ(poolNamed(pools, "rdma/shared").ports(),
+            (std::vector<HcaPort>{{"mlx5_1", 2}, {"mlx5_2", 1}}));
+}
+
+TEST(BuildPools, SelectorsCanBringInManagementAndVfs) {
+  PluginConfig config = defaultPluginConfig();
+  config.pools[1].selector.include_management = true;
+  config.pools[1].selector.include_vfs = true;
+  auto pools = buildPools(mixedNode(), config);
+  EXPECT_EQ(poolNamed(pools, "rdma/shared").deviceNames(),
+            (std::vector<std::string>{"mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3"}));
+}
+
+TEST(BuildPools, APortBelongsToTheFirstPoolThatSelectsIt) {
+  auto config = parsePluginConfig(R"({"pools":[
+      {"resourceName":"rdma/vf","selector":{"includeVFs":true,"deviceIDs":["0x101c"]}},
+      {"resourceName":"rdma/any","selector":{"includeVFs":true}},
+      {"resourceName":"rdma/never","selector":{"linkLayer":"Ethernet"}}]})");
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  auto pools = buildPools(mixedNode(), *config);
+  ASSERT_EQ(pools.size(), 3u);
+  EXPECT_EQ(pools[0].deviceNames(), (std::vector<std::string>{"mlx5_3"}));
+  EXPECT_EQ(pools[1].hcas, (std::vector<PoolHca>{{"mlx5_1", {1, 2}}, {"mlx5_2", {1}}}));
+  EXPECT_TRUE(pools[2].hcas.empty());
+}
+
+TEST(SelectorMatches, EveryListMustMatch) {
+  const NodeTopology t = mixedNode();
+  const RdmaDevice& d = t.devices[2]; // mlx5_2, eth2
+  const Port& p = d.ports[0];
+  auto sel = [](const std::string& json) {
+    auto c = parsePluginConfig(R"({"pools":[{"resourceName":"rdma/x","selector":)" + json + "}]}");
+    EXPECT_TRUE(c.ok()) << json << ": " << c.error().message;
+    return c.ok() ? c->pools[0].selector : PoolSelector{};
+  };
+  EXPECT_TRUE(selectorMatches(sel("{}"), d, p, false));
+  EXPECT_TRUE(selectorMatches(sel(R"({"deviceNames":["mlx5_[2-4]"]})"), d, p, false));
+  EXPECT_FALSE(selectorMatches(sel(R"({"deviceNames":["mlx5_1*"]})"), d, p, false));
+  EXPECT_TRUE(selectorMatches(sel(R"({"netdevNames":["eth*"]})"), d, p, false));
+  EXPECT_FALSE(selectorMatches(sel(R"({"netdevNames":["ens*"]})"), d, p, false));
+  EXPECT_TRUE(
+      selectorMatches(sel(R"({"vendors":["0x15B3"],"deviceIDs":["0x101b"]})"), d, p, false));
+  EXPECT_FALSE(selectorMatches(sel(R"({"vendors":["0x8086"]})"), d, p, false));
+  EXPECT_FALSE(selectorMatches(sel(R"({"deviceIDs":["0x1017"]})"), d, p, false));
+  EXPECT_TRUE(selectorMatches(sel(R"({"drivers":["mlx5_core"]})"), d, p, false));
+  EXPECT_FALSE(selectorMatches(sel(R"({"drivers":["irdma"]})"), d, p, false));
+  EXPECT_TRUE(selectorMatches(sel(R"({"pciAddresses":["0000:23:00.0"]})"), d, p, false));
+  EXPECT_FALSE(selectorMatches(sel(R"({"pciAddresses":["0000:13:00.0"]})"), d, p, false));
+  EXPECT_FALSE(selectorMatches(sel(R"({"exclude":["mlx5_2"]})"), d, p, false));
+  EXPECT_FALSE(selectorMatches(sel(R"({"linkLayer":"InfiniBand"})"), d, p, false));
+  EXPECT_FALSE(selectorMatches(sel("{}"), d, p, true));
+  EXPECT_TRUE(selectorMatches(sel(R"({"includeManagement":true})"), d, p, true));
+}
+
+NodePool sharedPool(const NodeTopology& t, const PluginConfig& config = defaultPluginConfig()) {
+  return poolNamed(buildPools(t, config), "rdma/shared");
+}
+
+TEST(ComputeNcclSettings, ListsOnlyActivePoolPortsOfTheGrantedHcasInOrder) {
+  NodeTopology t = mixedNode();
+  const NodePool pool = sharedPool(t);
+  auto env = computeNcclSettings(t, pool, {"mlx5_2", "mlx5_1"});
+  ASSERT_TRUE(env.ok()) << env.error().message;
+  EXPECT_EQ(*env, (NcclEnv{{"NCCL_IB_HCA", "=mlx5_1:2,mlx5_2:1"},
+                           {"NCCL_IB_DISABLE", "0"},
+                           {"KUBE_RDMA_DEVICES", "mlx5_1,mlx5_2"},
+                           {"KUBE_RDMA_NETDEVS", "eth1,eth2"}}));
+
+  t.devices[1].ports[1].state = PortState::kDown; // mlx5_1 port 2 goes down after pooling
+  auto down = computeNcclSettings(t, pool, {"mlx5_1", "mlx5_2"});
+  ASSERT_TRUE(down.ok());
+  EXPECT_EQ((*down)[0].second, "=mlx5_2:1");
+  EXPECT_EQ((*down)[2].second, "mlx5_1,mlx5_2"); // still granted
+
+  auto none = computeNcclSettings(t, pool, {"mlx5_1"});
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.error().message.find("no ACTIVE port of pool rdma/shared on mlx5_1"),
+            std::string::npos)
+      << none.error().message;
+}
+
+TEST(ComputeNcclSettings, RefusesDevicesOutsideThePool) {
+  const NodeTopology t = mixedNode();
+  auto env = computeNcclSettings(t, sharedPool(t), {"mlx5_0"});
+  ASSERT_FALSE(env.ok());
+  EXPECT_EQ(env.error().message, "device mlx5_0 is not in pool rdma/shared");
+}
+
+GidEntry gid(uint32_t index, const std::string& text, GidType type) {
+  return GidEntry{index, text, type, "", ""};
+}
+
+TEST(ComputeNcclSettings, GidIndexOnlyWhenAskedAndAgreed) {
+  NodeTopology t = mixedNode();
+  const std::string v4 = "0000:0000:0000:0000:0000:ffff:1910:8002";
+  t.devices[1].ports[1].gids = {gid(2, v4, GidType::kRoceV1), gid(3, v4, GidType::kRoceV2)};
+  t.devices[2].ports[0].gids = {gid(2, v4, GidType::kRoceV1), gid(3, v4, GidType::kRoceV2)};
+  PluginConfig config = defaultPluginConfig();
+  auto find = [](const NcclEnv& env, const std::string& name) -> std::optional<std::string> {
+    for (const auto& [n, v] : env) {
+      if (n == name) {
+        return v;
+      }
+    }
+    return std::nullopt;
+  };
+  const std::vector<std::string> both{"mlx5_1", "mlx5_2"};
+  EXPECT_EQ(find(*computeNcclSettings(t, sharedPool(t, config), both), "NCCL_IB_GID_INDEX"),
+            std::nullopt); // unset by default
+
+  config.pools[1].nccl.gid_index_mode = GidIndexMode::kAgreed;
+  EXPECT_EQ(find(*computeNcclSettings(t, sharedPool(t, config), both), "NCCL_IB_GID_INDEX"), "3");
+
+  t.devices[2].ports[0].gids[1].index = 5; // mlx5_2 now picks 5: no agreement
+  EXPECT_EQ(find(*computeNcclSettings(t, sharedPool(t, config), both), "NCCL_IB_GID_INDEX"),
+            std::nullopt);
+  EXPECT_EQ(find(*computeNcclSettings(t, sharedPool(t, config), {"mlx5_2"}), "NCCL_IB_GID_INDEX"),
+            "5");
+
+  config.pools[1].nccl.gid_index_mode = GidIndexMode::kFixed;
+  config.pools[1].nccl.gid_index = 7;
+  EXPECT_EQ(find(*computeNcclSettings(t, sharedPool(t, config), both), "NCCL_IB_GID_INDEX"), "7");
+}
+
+TEST(ComputeNcclSettings, AppendsThePoolsExtraEnvLast) {
+  const NodeTopology t = mixedNode();
+  PluginConfig config = defaultPluginConfig();
+  config.pools[1].nccl.env = {{"NCCL_IB_TIMEOUT", "22"}};
+  auto env = computeNcclSettings(t, sharedPool(t, config), {"mlx5_2"});
+  ASSERT_TRUE(env.ok());
+  EXPECT_EQ(env->back(), (std::pair<std::string, std::string>{"NCCL_IB_TIMEOUT", "22"}));
+  EXPECT_TRUE(renderNcclConf(*env).ok());
+}
+
+// On the generated sysfs trees (test/fixtures/gen_sysfs.py).
+NodeTopology fixture(const std::string& name) {
+  const std::string root = std::string(KUBE_RDMA_FIXTURES) + "/" + name;
+  return discoverFromSysfs(DiscoveryRoots{root + "/sys", root + "/proc"});
+}
+
+TEST(PoolsOnFixtures, A100RoceDefaultsGiveTheEightDataNics) {
+  const NodeTopology t = fixture("a100-roce");
+  auto pools = buildPools(t, defaultPluginConfig());
+  EXPECT_TRUE(poolNamed(pools, "rdma/hca").hcas.empty());
+  const NodePool& shared = poolNamed(pools, "rdma/shared");
+  EXPECT_EQ(shared.deviceNames(),
+            (std::vector<std::string>{"mlx5_1", "mlx5_2", "mlx5_3", "mlx5_4", "mlx5_5", "mlx5_6",
+                                      "mlx5_7", "mlx5_8"}));
+  auto env = computeNcclSettings(t, shared, shared.deviceNames());
+  ASSERT_TRUE(env.ok()) << env.error().message;
+  EXPECT_EQ((*env)[0], (std::pair<std::string, std::string>{
+                           "NCCL_IB_HCA", "=mlx5_1:1,mlx5_2:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,"
+                                          "mlx5_6:1,mlx5_7:1,mlx5_8:1"}));
+  EXPECT_EQ((*env)[3].second, "eth1,eth2,eth3,eth4,eth5,eth6,eth7,eth8");
+}
+
+TEST(PoolsOnFixtures, A100RoceAgreesOnGidIndexThree) {
+  const NodeTopology t = fixture("a100-roce");
+  PluginConfig config = defaultPluginConfig();
+  config.pools[1].nccl.gid_index_mode = GidIndexMode::kAgreed;
+  const NodePool shared = sharedPool(t, config);
+  auto env = computeNcclSettings(t, shared, shared.deviceNames());
+  ASSERT_TRUE(env.ok());
+  EXPECT_EQ((*env)[2], (std::pair<std::string, std::string>{"NCCL_IB_GID_INDEX", "3"}));
+}
+
+TEST(PoolsOnFixtures, SparseGidTablesAgreeOnFive) {
+  const NodeTopology t = fixture("sparse-gids");
+  PluginConfig config = defaultPluginConfig();
+  config.pools[1].nccl.gid_index_mode = GidIndexMode::kAgreed;
+  const NodePool shared = sharedPool(t, config);
+  ASSERT_FALSE(shared.hcas.empty());
+  auto env = computeNcclSettings(t, shared, shared.deviceNames());
+  ASSERT_TRUE(env.ok());
+  EXPECT_EQ((*env)[2], (std::pair<std::string, std::string>{"NCCL_IB_GID_INDEX", "5"}));
+}
+
+TEST(PoolsOnFixtures, InfiniBandNodeFillsRdmaHca) {
+  const NodeTopology t = fixture("ib-hdr8");
+  auto pools = buildPools(t, defaultPluginConfig());
+  EXPECT_EQ(poolNamed(pools, "rdma/hca").hcas.size(), 8u);
+  EXPECT_TRUE(poolNamed(pools, "rdma/shared").hcas.empty());
+}
+
+TEST(PoolsOnFixtures, DualPortHcaHasAPortInEachPool) {
+  const NodeTopology t = fixture("dual-port");
+  auto pools = buildPools(t, defaultPluginConfig());
+  EXPECT_EQ(poolNamed(pools, "rdma/hca").ports(), (std::vector<HcaPort>{{"mlx5_0", 1}}));
+  EXPECT_EQ(poolNamed(pools, "rdma/shared").ports(), (std::vector<HcaPort>{{"mlx5_0", 2}}));
+  auto env = computeNcclSettings(t, poolNamed(pools, "rdma/hca"), {"mlx5_0"});
+  ASSERT_TRUE(env.ok());
+  EXPECT_EQ((*env)[0].second, "=mlx5_0:1");
+}
+
+TEST(PoolsOnFixtures, DownPortIsPooledButNotHandedToNccl) {
+  const NodeTopology t = fixture("port-down");
+  const NodePool shared = sharedPool(t);
+  EXPECT_EQ(shared.hcas.size(), 8u);
+  auto env = computeNcclSettings(t, shared, shared.deviceNames());
+  ASSERT_TRUE(env.ok());
+  EXPECT_EQ((*env)[0].second.find("mlx5_3"), std::string::npos) << (*env)[0].second;
+  EXPECT_EQ(parseNcclIbHca((*env)[0].second).entries.size(), 7u);
+}
+
+TEST(PoolsOnFixtures, VfsStayOutByDefault) {
+  const NodeTopology t = fixture("sriov-vfs");
+  EXPECT_EQ(sharedPool(t).deviceNames(), (std::vector<std::string>{"mlx5_0"}));
+}
+
+TEST(PoolsOnFixtures, TensComeAfterTheOnesAndExactNamesKeepThemApart) {
+  const NodeTopology t = fixture("mlx5-1-10");
+  const NodePool shared = sharedPool(t);
+  auto env = computeNcclSettings(t, shared, {"mlx5_1"});
+  ASSERT_TRUE(env.ok());
+  const auto selection = selectHcaPorts(t, parseNcclIbHca((*env)[0].second));
+  EXPECT_EQ(selection.selected, (std::vector<HcaPort>{{"mlx5_1", 1}}));
+  EXPECT_EQ(selectHcaPorts(t, parseNcclIbHca("mlx5_1")).selected.size(), 3u); // 1, 10, 11
+}
+
+} // namespace
+} // namespace kube_rdma
