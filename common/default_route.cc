@@ -1,0 +1,159 @@
+#include "common/default_route.h"
+
+#include <charconv>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "common/sysfs_attributes.h"
+
+namespace kube_rdma {
+namespace {
+
+constexpr uint32_t kRtfUp = 0x0001;
+constexpr uint32_t kRtfReject = 0x0200;
+// Route tables of large hosts run to thousands of lines.
+constexpr size_t kMaxRouteFileBytes = 16 * 1024 * 1024;
+
+std::vector<std::string_view> splitFields(std::string_view line) {
+  std::vector<std::string_view> fields;
+  size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) {
+      ++i;
+    }
+    const size_t start = i;
+    while (i < line.size() && line[i] != ' ' && line[i] != '\t') {
+      ++i;
+    }
+    if (i > start) {
+      fields.push_back(line.substr(start, i - start));
+    }
+  }
+  return fields;
+}
+
+bool parseHex(std::string_view text, uint32_t& out) {
+  const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), out, 16);
+  return ec == std::errc() && p == text.data() + text.size() && !text.empty();
+}
+
+bool allZeroHex(std::string_view text) {
+  return text.find_first_not_of('0') == std::string::npos;
+}
+
+// Calls on_line(number, fields) for each non-empty line from `first_line` on (1-based numbers).
+template <class F> Status forEachLine(std::string_view text, size_t first_line, F&& on_line) {
+  size_t number = 0;
+  while (!text.empty()) {
+    const size_t nl = text.find('\n');
+    const std::string_view line = text.substr(0, nl);
+    text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
+    ++number;
+    if (number < first_line) {
+      continue;
+    }
+    const auto fields = splitFields(line);
+    if (fields.empty()) {
+      continue;
+    }
+    if (auto st = on_line(number, fields); !st) {
+      return st;
+    }
+  }
+  return Ok{};
+}
+
+struct Best {
+  std::string iface;
+  uint32_t metric = std::numeric_limits<uint32_t>::max();
+  void offer(std::string_view name, uint32_t m) {
+    if (iface.empty() || m < metric) {
+      iface = std::string(name);
+      metric = m;
+    }
+  }
+};
+
+Error lineError(const char* file, size_t number, const std::string& what) {
+  return makeError(std::string(file) + " line " + std::to_string(number) + ": " + what);
+}
+
+} // namespace
+
+Result<std::string> parseIpv4DefaultRoute(std::string_view text) {
+  Best best;
+  auto st = forEachLine(text, 2, [&](size_t number, const std::vector<std::string_view>& f) {
+    if (f.size() < 8) {
+      return Status(lineError("route", number,
+                              "has " + std::to_string(f.size()) + " fields, expected at least 8"));
+    }
+    uint32_t dest = 0, flags = 0, metric = 0, mask = 0;
+    if (!parseHex(f[1], dest) || !parseHex(f[3], flags) || !parseHex(f[7], mask)) {
+      return Status(lineError("route", number, "destination, flags or mask is not hexadecimal"));
+    }
+    const auto [p, ec] = std::from_chars(f[6].data(), f[6].data() + f[6].size(), metric);
+    if (ec != std::errc() || p != f[6].data() + f[6].size()) {
+      return Status(lineError("route", number, "metric is not a number"));
+    }
+    if (dest == 0 && mask == 0 && (flags & kRtfUp) && !(flags & kRtfReject)) {
+      best.offer(f[0], metric);
+    }
+    return Status(Ok{});
+  });
+  if (!st) {
+    return st.error();
+  }
+  return best.iface;
+}
+
+Result<std::string> parseIpv6DefaultRoute(std::string_view text) {
+  Best best;
+  auto st = forEachLine(text, 1, [&](size_t number, const std::vector<std::string_view>& f) {
+    if (f.size() != 10) {
+      return Status(lineError("ipv6_route", number,
+                              "has " + std::to_string(f.size()) + " fields, expected 10"));
+    }
+    uint32_t plen = 0, metric = 0, flags = 0;
+    if (f[0].size() != 32 || !parseHex(f[1], plen) || !parseHex(f[5], metric) ||
+        !parseHex(f[8], flags)) {
+      return Status(lineError("ipv6_route", number,
+                              "destination, prefix length, metric or flags is malformed"));
+    }
+    if (allZeroHex(f[0]) && plen == 0 && (flags & kRtfUp) && !(flags & kRtfReject)) {
+      best.offer(f[9], metric);
+    }
+    return Status(Ok{});
+  });
+  if (!st) {
+    return st.error();
+  }
+  return best.iface;
+}
+
+Result<std::string> findDefaultRouteNetdev(const std::string& proc_root) {
+  const std::string v4_path = proc_root + "/net/route";
+  auto v4 = readAttribute(v4_path, kMaxRouteFileBytes);
+  if (!v4) {
+    return v4.error();
+  }
+  auto iface = parseIpv4DefaultRoute(*v4);
+  if (!iface) {
+    return makeError(v4_path + ": " + iface.error().message);
+  }
+  if (!iface->empty()) {
+    return iface;
+  }
+  const std::string v6_path = proc_root + "/net/ipv6_route";
+  auto v6 = readAttribute(v6_path, kMaxRouteFileBytes);
+  if (!v6) {
+    return v6.error();
+  }
+  auto iface6 = parseIpv6DefaultRoute(*v6);
+  if (!iface6) {
+    return makeError(v6_path + ": " + iface6.error().message);
+  }
+  return iface6;
+}
+
+} // namespace kube_rdma

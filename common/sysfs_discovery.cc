@@ -1,0 +1,509 @@
+#include "common/sysfs_discovery.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstdlib>
+#include <cstring>
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <optional>
+#include <unistd.h>
+
+#include "common/default_route.h"
+#include "common/sysfs_attributes.h"
+#include "common/topology.h"
+
+namespace kube_rdma {
+namespace {
+
+constexpr int kArphrdInfiniband = 32;
+
+// An owned directory file descriptor; attribute reads go through openat() relative to it, which
+// keeps the path walk short (discovery reads thousands of GID files).
+class DirFd {
+public:
+  DirFd() = default;
+  DirFd(int parent, const std::string& name)
+      : fd_(::openat(parent, name.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) {}
+  explicit DirFd(const std::string& path)
+      : fd_(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) {}
+  DirFd(const DirFd&) = delete;
+  DirFd& operator=(const DirFd&) = delete;
+  DirFd(DirFd&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
+  ~DirFd() {
+    if (fd_ >= 0) {
+      ::close(fd_);
+    }
+  }
+  bool ok() const { return fd_ >= 0; }
+  int get() const { return fd_; }
+
+private:
+  int fd_ = -1;
+};
+
+// Entry names of the directory `name` below `parent` (no "." and ".."); nullopt when it cannot
+// be opened.
+std::optional<std::vector<std::string>> listDir(int parent, const std::string& name) {
+  const int fd = ::openat(parent, name.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) {
+    return std::nullopt;
+  }
+  DIR* dir = ::fdopendir(fd);
+  if (dir == nullptr) {
+    ::close(fd);
+    return std::nullopt;
+  }
+  std::vector<std::string> names;
+  while (const dirent* e = ::readdir(dir)) {
+    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) {
+      names.emplace_back(e->d_name);
+    }
+  }
+  ::closedir(dir);
+  return names;
+}
+
+std::optional<std::string> readLinkBase(int dir_fd, const char* name) {
+  char buf[PATH_MAX];
+  const ssize_t n = ::readlinkat(dir_fd, name, buf, sizeof(buf) - 1);
+  if (n <= 0) {
+    return std::nullopt;
+  }
+  const std::string target(buf, static_cast<size_t>(n));
+  const size_t slash = target.rfind('/');
+  return slash == std::string::npos ? target : target.substr(slash + 1);
+}
+
+std::optional<uint32_t> parseIndex(const std::string& name) {
+  uint32_t v = 0;
+  const auto [p, ec] = std::from_chars(name.data(), name.data() + name.size(), v);
+  if (ec != std::errc() || p != name.data() + name.size() || name.empty()) {
+    return std::nullopt;
+  }
+  return v;
+}
+
+// Collects warnings with paths relative to the sysfs root.
+class Warnings {
+public:
+  explicit Warnings(std::vector<DiscoveryWarning>& out) : out_(out) {}
+  void add(const std::string& path, const std::string& message) {
+    out_.push_back(DiscoveryWarning{path, message});
+  }
+
+private:
+  std::vector<DiscoveryWarning>& out_;
+};
+
+// Reads an attribute relative to dir_fd; on failure records a warning for rel_dir/name.
+std::optional<std::string> readOrWarn(int dir_fd, const std::string& rel_dir, const char* name,
+                                      Warnings& warnings) {
+  auto text = readAttributeAt(dir_fd, name);
+  if (!text) {
+    warnings.add(rel_dir + "/" + name, text.error().message);
+    return std::nullopt;
+  }
+  return std::move(*text);
+}
+
+// Parses an attribute with `parse`; a read or parse failure is a warning and leaves `out` alone.
+template <class T, class Parse>
+void readParsed(int dir_fd, const std::string& rel_dir, const char* name, Warnings& warnings,
+                Parse parse, T& out) {
+  auto text = readOrWarn(dir_fd, rel_dir, name, warnings);
+  if (!text) {
+    return;
+  }
+  auto parsed = parse(*text);
+  if (!parsed) {
+    warnings.add(rel_dir + "/" + name, parsed.error().message);
+    return;
+  }
+  out = std::move(*parsed);
+}
+
+struct NetdevInfo {
+  std::string name;
+  int type = 0;
+  int dev_port = -1;
+  std::string address;
+};
+
+std::vector<NetdevInfo> readNetdevs(int device_fd, const std::vector<std::string>& names) {
+  std::vector<NetdevInfo> out;
+  for (const auto& name : names) {
+    DirFd nd(device_fd, "net/" + name);
+    NetdevInfo info;
+    info.name = name;
+    if (nd.ok()) {
+      if (auto t = readAttributeAt(nd.get(), "type")) {
+        std::from_chars(t->data(), t->data() + t->size(), info.type);
+      }
+      if (auto p = readAttributeAt(nd.get(), "dev_port")) {
+        std::from_chars(p->data(), p->data() + p->size(), info.dev_port);
+      }
+      if (auto a = readAttributeAt(nd.get(), "address")) {
+        info.address = *a;
+      }
+    }
+    out.push_back(std::move(info));
+  }
+  return out;
+}
+
+// The port GUID (last 8 bytes of the GID) as the IPoIB hardware address ends:
+// "fe80:0000:0000:0000:0c42:a103:0065:d6b7" -> "0c:42:a1:03:00:65:d6:b7".
+std::string guidSuffix(const std::string& kernel_gid) {
+  std::string out;
+  for (size_t i = 20; i + 4 <= kernel_gid.size(); i += 5) {
+    if (!out.empty()) {
+      out += ':';
+    }
+    out += kernel_gid.substr(i, 2) + ":" + kernel_gid.substr(i + 2, 2);
+  }
+  return out;
+}
+
+// The port's netdev: RoCE uses the netdev of GID 0 (as ibdev2netdev does); IB matches the IPoIB
+// hardware address against GID 0's port GUID. Fallback for both: the netdev of the function whose
+// dev_port is port-1 and whose type fits the link layer, or the only candidate.
+std::string portNetdev(const Port& port, const std::vector<NetdevInfo>& netdevs) {
+  const GidEntry* gid0 =
+      port.gids.empty() || port.gids.front().index != 0 ? nullptr : &port.gids.front();
+  const bool ib = port.link_layer == LinkLayer::kInfiniBand;
+  if (!ib && gid0 != nullptr && !gid0->netdev.empty()) {
+    return gid0->netdev;
+  }
+  std::vector<const NetdevInfo*> candidates;
+  for (const auto& nd : netdevs) {
+    if ((nd.type == kArphrdInfiniband) == ib) {
+      candidates.push_back(&nd);
+    }
+  }
+  if (ib && gid0 != nullptr) {
+    const std::string suffix = guidSuffix(gid0->gid);
+    for (const auto* nd : candidates) {
+      if (nd->address.size() >= suffix.size() &&
+          nd->address.compare(nd->address.size() - suffix.size(), suffix.size(), suffix) == 0) {
+        return nd->name;
+      }
+    }
+  }
+  for (const auto* nd : candidates) {
+    if (nd->dev_port == static_cast<int>(port.number) - 1) {
+      return nd->name;
+    }
+  }
+  return candidates.size() == 1 ? candidates.front()->name : "";
+}
+
+void readGids(int port_fd, const std::string& rel, Port& port, Warnings& warnings) {
+  const auto names = listDir(port_fd, "gids");
+  if (!names) {
+    warnings.add(rel + "/gids", "cannot list the GID table");
+    return;
+  }
+  port.gid_table_len = static_cast<uint32_t>(names->size());
+  DirFd gids(port_fd, "gids");
+  DirFd types(port_fd, "gid_attrs/types");
+  DirFd ndevs(port_fd, "gid_attrs/ndevs");
+  char name[16];
+  for (uint32_t i = 0; i < port.gid_table_len; ++i) {
+    const auto [end, ec] = std::to_chars(name, name + sizeof(name) - 1, i);
+    *end = '\0';
+    auto text = readAttributeAt(gids.get(), name);
+    if (!text) {
+      warnings.add(rel + "/gids/" + name, text.error().message);
+      continue;
+    }
+    auto gid = parseGid(*text);
+    if (!gid) {
+      warnings.add(rel + "/gids/" + name, gid.error().message);
+      continue;
+    }
+    if (isZero(*gid)) {
+      continue;
+    }
+    GidEntry entry;
+    entry.index = i;
+    entry.gid = toKernelText(*gid);
+    entry.ipv4 = ipv4Of(*gid).value_or("");
+    // EINVAL on types/ndevs is the kernel's answer for entries without that attribute.
+    if (auto type_text = readAttributeAt(types.get(), name)) {
+      auto type = parseGidType(*type_text);
+      if (!type) {
+        warnings.add(rel + "/gid_attrs/types/" + name, type.error().message);
+        continue;
+      }
+      entry.type = *type;
+    }
+    if (auto ndev = readAttributeAt(ndevs.get(), name)) {
+      entry.netdev = std::move(*ndev);
+    }
+    port.gids.push_back(std::move(entry));
+  }
+}
+
+Port readPort(int ports_fd, const std::string& rel, uint32_t number, Warnings& warnings) {
+  Port port;
+  port.number = number;
+  DirFd fd(ports_fd, std::to_string(number));
+  readParsed(fd.get(), rel, "state", warnings, parsePortState, port.state);
+  PhysState phys;
+  readParsed(fd.get(), rel, "phys_state", warnings, parsePhysState, phys);
+  port.phys_state = phys.code;
+  port.phys_state_name = phys.name;
+  readParsed(fd.get(), rel, "link_layer", warnings, parseLinkLayer, port.link_layer);
+  if (auto rate = readOrWarn(fd.get(), rel, "rate", warnings)) {
+    auto gbps = parseRateGbps(*rate);
+    if (gbps) {
+      port.rate = std::move(*rate);
+      port.rate_gbps = *gbps;
+    } else {
+      warnings.add(rel + "/rate", gbps.error().message);
+    }
+  }
+  readParsed(fd.get(), rel, "lid", warnings, parseLid, port.lid);
+  readGids(fd.get(), rel, port, warnings);
+  return port;
+}
+
+void readPciFacts(int dev_fd, const std::string& rel, const std::string& resolved_root,
+                  const std::string& abs_dev, RdmaDevice& d, Warnings& warnings) {
+  const std::string drel = rel + "/device";
+  DirFd fn(dev_fd, "device");
+  if (!fn.ok()) {
+    warnings.add(drel, "no PCI function: " + std::string(std::strerror(errno)));
+    return;
+  }
+  if (auto path = resolvePciePath(resolved_root, abs_dev + "/device")) {
+    d.pcie_path = std::move(*path);
+    d.pci_address = d.pcie_path.back();
+  } else {
+    warnings.add(drel, path.error().message);
+  }
+  auto identity = [](const std::string& s) { return Result<std::string>(s); };
+  readParsed(fn.get(), drel, "vendor", warnings, identity, d.vendor_id);
+  readParsed(fn.get(), drel, "device", warnings, identity, d.device_id);
+  readParsed(fn.get(), drel, "numa_node", warnings, parseNumaNode, d.numa_node);
+  readParsed(fn.get(), drel, "local_cpulist", warnings, identity, d.local_cpulist);
+  if (auto driver = readLinkBase(fn.get(), "driver")) {
+    d.driver = *driver;
+  } else {
+    warnings.add(drel + "/driver", "no driver link");
+  }
+  if (auto physfn = readLinkBase(fn.get(), "physfn")) {
+    d.is_vf = true;
+    d.pf_pci_address = *physfn;
+  }
+  if (auto uverbs = listDir(fn.get(), "infiniband_verbs"); uverbs && !uverbs->empty()) {
+    std::sort(uverbs->begin(), uverbs->end(), naturalLess);
+    d.uverbs = uverbs->front();
+  }
+  std::vector<std::pair<uint32_t, std::string>> vfs;
+  for (const auto& entry : listDir(fn.get(), ".").value_or(std::vector<std::string>{})) {
+    if (entry.rfind("virtfn", 0) != 0) {
+      continue;
+    }
+    const auto n = parseIndex(entry.substr(6));
+    const auto target = readLinkBase(fn.get(), entry.c_str());
+    if (n && target) {
+      vfs.emplace_back(*n, *target);
+    }
+  }
+  std::sort(vfs.begin(), vfs.end());
+  for (auto& vf : vfs) {
+    d.vf_pci_addresses.push_back(std::move(vf.second));
+  }
+}
+
+std::optional<RdmaDevice> readDevice(int class_fd, const std::string& resolved_root,
+                                     const std::string& name, Warnings& warnings) {
+  const std::string rel = "class/infiniband/" + name;
+  DirFd dev(class_fd, name);
+  if (!dev.ok()) {
+    warnings.add(rel, "cannot open: " + std::string(std::strerror(errno)));
+    return std::nullopt;
+  }
+  RdmaDevice d;
+  d.name = name;
+  auto identity = [](const std::string& s) { return Result<std::string>(s); };
+  readParsed(dev.get(), rel, "node_type", warnings, identity, d.node_type);
+  readParsed(dev.get(), rel, "node_guid", warnings, identity, d.node_guid);
+  readParsed(dev.get(), rel, "sys_image_guid", warnings, identity, d.sys_image_guid);
+  readParsed(dev.get(), rel, "fw_ver", warnings, identity, d.fw_ver);
+  readParsed(dev.get(), rel, "hca_type", warnings, identity, d.hca_type);
+  readParsed(dev.get(), rel, "board_id", warnings, identity, d.board_id);
+  readPciFacts(dev.get(), rel, resolved_root, resolved_root + "/" + rel, d, warnings);
+
+  DirFd fn(dev.get(), "device");
+  auto netdev_names = listDir(fn.get(), "net").value_or(std::vector<std::string>{});
+  std::sort(netdev_names.begin(), netdev_names.end(), naturalLess);
+  d.netdevs = netdev_names;
+
+  std::vector<uint32_t> numbers;
+  for (const auto& p : listDir(dev.get(), "ports").value_or(std::vector<std::string>{})) {
+    if (auto n = parseIndex(p)) {
+      numbers.push_back(*n);
+    }
+  }
+  if (numbers.empty()) {
+    warnings.add(rel + "/ports", "no ports");
+  }
+  std::sort(numbers.begin(), numbers.end());
+  DirFd ports(dev.get(), "ports");
+  std::vector<NetdevInfo> netdevs;
+  for (uint32_t n : numbers) {
+    Port port = readPort(ports.get(), rel + "/ports/" + std::to_string(n), n, warnings);
+    if (netdevs.empty() && !netdev_names.empty()) {
+      netdevs = readNetdevs(fn.get(), netdev_names);
+    }
+    port.netdev = portNetdev(port, netdevs);
+    d.ports.push_back(std::move(port));
+  }
+  return d;
+}
+
+bool isGpu(const std::string& vendor, const std::string& klass) {
+  // NVIDIA, class display: VGA (0x0300xx) or 3D controller (0x0302xx).
+  return vendor == "0x10de" && (klass.rfind("0x0300", 0) == 0 || klass.rfind("0x0302", 0) == 0);
+}
+
+std::vector<GpuDevice> discoverGpus(const std::string& resolved_root, Warnings& warnings) {
+  std::vector<GpuDevice> gpus;
+  DirFd bus(resolved_root + "/bus/pci/devices");
+  if (!bus.ok()) {
+    warnings.add("bus/pci/devices", "cannot open: " + std::string(std::strerror(errno)));
+    return gpus;
+  }
+  for (const auto& bdf : listDir(bus.get(), ".").value_or(std::vector<std::string>{})) {
+    DirFd fn(bus.get(), bdf);
+    auto vendor = readAttributeAt(fn.get(), "vendor");
+    if (!vendor || *vendor != "0x10de") {
+      continue;
+    }
+    const std::string rel = "bus/pci/devices/" + bdf;
+    auto klass = readOrWarn(fn.get(), rel, "class", warnings);
+    if (!klass || !isGpu(*vendor, *klass)) {
+      continue;
+    }
+    GpuDevice gpu;
+    gpu.pci_address = bdf;
+    readParsed(
+        fn.get(), rel, "device", warnings,
+        [](const std::string& s) { return Result<std::string>(s); }, gpu.device_id);
+    readParsed(fn.get(), rel, "numa_node", warnings, parseNumaNode, gpu.numa_node);
+    if (auto path = resolvePciePath(resolved_root, resolved_root + "/" + rel)) {
+      gpu.pcie_path = std::move(*path);
+    } else {
+      warnings.add(rel, path.error().message);
+    }
+    gpus.push_back(std::move(gpu));
+  }
+  std::sort(gpus.begin(), gpus.end(),
+            [](const GpuDevice& a, const GpuDevice& b) { return a.pci_address < b.pci_address; });
+  return gpus;
+}
+
+} // namespace
+
+bool naturalLess(const std::string& a, const std::string& b) {
+  size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    const bool da = a[i] >= '0' && a[i] <= '9';
+    const bool db = b[j] >= '0' && b[j] <= '9';
+    if (da && db) {
+      size_t ei = i, ej = j;
+      while (ei < a.size() && a[ei] >= '0' && a[ei] <= '9') {
+        ++ei;
+      }
+      while (ej < b.size() && b[ej] >= '0' && b[ej] <= '9') {
+        ++ej;
+      }
+      // Compare digit runs by value: strip leading zeros, then length, then text.
+      const size_t zi = std::min(a.find_first_not_of('0', i), ei);
+      const size_t zj = std::min(b.find_first_not_of('0', j), ej);
+      if (ei - zi != ej - zj) {
+        return ei - zi < ej - zj;
+      }
+      if (const int c = a.compare(zi, ei - zi, b, zj, ej - zj); c != 0) {
+        return c < 0;
+      }
+      i = ei;
+      j = ej;
+    } else {
+      if (a[i] != b[j]) {
+        return a[i] < b[j];
+      }
+      ++i;
+      ++j;
+    }
+  }
+  if (a.size() - i != b.size() - j) {
+    return a.size() - i < b.size() - j;
+  }
+  return a < b;
+}
+
+NodeTopology discoverFromSysfs(const DiscoveryRoots& roots) {
+  NodeTopology topo;
+  topo.source = "sysfs";
+  Warnings warnings(topo.warnings);
+  char buf[PATH_MAX];
+  const std::string resolved_root =
+      ::realpath(roots.sysfs_root.c_str(), buf) != nullptr ? std::string(buf) : roots.sysfs_root;
+
+  DirFd root(resolved_root);
+  DirFd klass(root.get(), "class/infiniband");
+  if (!klass.ok()) {
+    warnings.add("class/infiniband", "no RDMA devices: " + std::string(std::strerror(errno)) +
+                                         " under " + roots.sysfs_root);
+  } else {
+    auto names = listDir(klass.get(), ".").value_or(std::vector<std::string>{});
+    std::sort(names.begin(), names.end(), naturalLess);
+    for (const auto& name : names) {
+      if (auto device = readDevice(klass.get(), resolved_root, name, warnings)) {
+        topo.devices.push_back(std::move(*device));
+      }
+    }
+  }
+  topo.gpus = discoverGpus(resolved_root, warnings);
+  if (auto netdev = findDefaultRouteNetdev(roots.proc_root)) {
+    topo.management_netdev = std::move(*netdev);
+  } else {
+    warnings.add(roots.proc_root + "/net/route", netdev.error().message);
+  }
+  return topo;
+}
+
+std::vector<PortStateSample> readPortStates(const std::string& sysfs_root,
+                                            const NodeTopology& known) {
+  std::vector<PortStateSample> out;
+  const std::string base = sysfs_root + "/class/infiniband/";
+  for (const auto& device : known.devices) {
+    const std::string dir = base + device.name;
+    DirFd ports(dir + "/ports");
+    const bool vanished = !ports.ok() && (errno == ENOENT || ::access(dir.c_str(), F_OK) != 0);
+    for (const auto& port : device.ports) {
+      // A device whose ports cannot be read but which is still there is present and not usable.
+      PortStateSample sample{device.name, port.number, !vanished, PortState::kNop};
+      if (ports.ok()) {
+        char name[24];
+        const auto [end, ec] = std::to_chars(name, name + 16, port.number);
+        std::memcpy(end, "/state", 7);
+        if (auto text = readAttributeAt(ports.get(), name)) {
+          if (auto state = parsePortState(*text)) {
+            sample.state = *state;
+          }
+        }
+      }
+      out.push_back(std::move(sample));
+    }
+  }
+  return out;
+}
+
+} // namespace kube_rdma

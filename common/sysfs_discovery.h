@@ -1,0 +1,42 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/device_model.h"
+
+// Discovery of RDMA devices, their ports and GID tables, NVIDIA GPUs and the management NIC from
+// sysfs and procfs in the kernel's formats (reference/rdma-nccl.md §3), under configurable roots
+// so tests and rdmactl can point it at a fixture tree.
+namespace kube_rdma {
+
+struct DiscoveryRoots {
+  std::string sysfs_root = "/sys";
+  std::string proc_root = "/proc";
+};
+
+// The whole node. Devices are sorted by name in natural order (mlx5_2 before mlx5_10), ports by
+// number, GIDs by index, GPUs by PCI address. An attribute that is missing, unreadable or
+// malformed skips that entry only (a GID, a port's state, a device's NUMA node...) with a
+// DiscoveryWarning naming the path; a GID attribute that reads with an error (the kernel's EINVAL
+// for unused entries and IB netdevs) is normal and not a warning.
+NodeTopology discoverFromSysfs(const DiscoveryRoots& roots);
+
+// The fast health path: one port's state as it is now.
+struct PortStateSample {
+  std::string device;
+  uint32_t port = 0;
+  bool present = false; // false when the device has vanished from sysfs
+  PortState state = PortState::kNop;
+};
+
+// Re-reads only ports/<n>/state of every port in `known`. A state that cannot be read or parsed
+// while the device is still there is reported as kNop (not usable).
+std::vector<PortStateSample> readPortStates(const std::string& sysfs_root,
+                                            const NodeTopology& known);
+
+// Natural order of names: digit runs compare as numbers ("mlx5_2" < "mlx5_10").
+bool naturalLess(const std::string& a, const std::string& b);
+
+} // namespace kube_rdma

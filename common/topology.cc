@@ -1,0 +1,155 @@
+#include "common/topology.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <limits.h>
+
+namespace kube_rdma {
+namespace {
+
+bool isHex(char c) {
+  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+}
+
+// "pciDDDD:BB"
+bool isRootComplex(std::string_view s) {
+  return s.size() == 10 && s.substr(0, 3) == "pci" && s[7] == ':' && isHex(s[3]) && isHex(s[4]) &&
+         isHex(s[5]) && isHex(s[6]) && isHex(s[8]) && isHex(s[9]);
+}
+
+// The PCI nodes NCCL keeps above a device, nearest first (see classifyPciPath).
+std::vector<std::string_view> ncclAncestors(const std::vector<std::string>& path) {
+  std::vector<std::string_view> out;
+  for (int i = static_cast<int>(path.size()) - 3; i >= 0; i -= 2) {
+    out.push_back(path[static_cast<size_t>(i)]);
+  }
+  return out;
+}
+
+} // namespace
+
+bool isPciAddress(std::string_view s) {
+  if (s.size() != 12 || s[4] != ':' || s[7] != ':' || s[10] != '.') {
+    return false;
+  }
+  for (size_t i : {0, 1, 2, 3, 5, 6, 8, 9}) {
+    if (!isHex(s[i])) {
+      return false;
+    }
+  }
+  return s[11] >= '0' && s[11] <= '7';
+}
+
+std::string toString(PciPathType type) {
+  switch (type) {
+  case PciPathType::kPix:
+    return "PIX";
+  case PciPathType::kPxb:
+    return "PXB";
+  case PciPathType::kPhb:
+    return "PHB";
+  case PciPathType::kSys:
+    break;
+  }
+  return "SYS";
+}
+
+Result<std::vector<std::string>> parsePciePath(std::string_view path) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  bool first = true;
+  while (start <= path.size()) {
+    const size_t slash = path.find('/', start);
+    const std::string_view part = path.substr(
+        start, slash == std::string_view::npos ? std::string_view::npos : slash - start);
+    if (first) {
+      if (!isRootComplex(part)) {
+        return makeError("PCI device path \"" + std::string(path) +
+                         "\" does not start with a root complex \"pciDDDD:BB\"");
+      }
+      first = false;
+    } else if (isPciAddress(part)) {
+      out.push_back(std::string(part));
+    } else {
+      return makeError("PCI device path \"" + std::string(path) + "\": \"" + std::string(part) +
+                       "\" is not a PCI address DDDD:BB:DD.F");
+    }
+    if (slash == std::string_view::npos) {
+      break;
+    }
+    start = slash + 1;
+  }
+  if (out.empty()) {
+    return makeError("PCI device path \"" + std::string(path) + "\" names no PCI function");
+  }
+  return out;
+}
+
+Result<std::vector<std::string>> resolvePciePath(const std::string& resolved_sysfs_root,
+                                                 const std::string& link) {
+  char buf[PATH_MAX];
+  if (::realpath(link.c_str(), buf) == nullptr) {
+    return makeError("cannot resolve " + link);
+  }
+  const std::string real(buf);
+  const std::string prefix = resolved_sysfs_root + "/devices/";
+  if (real.compare(0, prefix.size(), prefix) != 0) {
+    return makeError(link + " resolves to " + real + ", outside " + prefix);
+  }
+  return parsePciePath(std::string_view(real).substr(prefix.size()));
+}
+
+std::string rootComplexOf(const std::vector<std::string>& pcie_path) {
+  if (pcie_path.empty()) {
+    return "";
+  }
+  return "pci" + pcie_path.front().substr(0, 7);
+}
+
+PciPathType classifyPciPath(const std::vector<std::string>& a, std::optional<int> numa_a,
+                            const std::vector<std::string>& b, std::optional<int> numa_b) {
+  if (a.empty() || b.empty()) {
+    return PciPathType::kSys;
+  }
+  const auto up_a = ncclAncestors(a);
+  const auto up_b = ncclAncestors(b);
+  for (size_t i = 0; i < up_a.size(); ++i) {
+    const auto it = std::find(up_b.begin(), up_b.end(), up_a[i]);
+    if (it != up_b.end()) {
+      const size_t nodes = i + static_cast<size_t>(it - up_b.begin()) + 1;
+      return nodes <= 1 ? PciPathType::kPix : PciPathType::kPxb;
+    }
+  }
+  if (rootComplexOf(a) == rootComplexOf(b)) {
+    return PciPathType::kPhb;
+  }
+  if (numa_a && numa_b && *numa_a == *numa_b) {
+    return PciPathType::kPhb;
+  }
+  return PciPathType::kSys;
+}
+
+PciPathType pathType(const GpuDevice& gpu, const RdmaDevice& hca) {
+  return classifyPciPath(gpu.pcie_path, gpu.numa_node, hca.pcie_path, hca.numa_node);
+}
+
+std::vector<std::string> closestHcas(const GpuDevice& gpu, const NodeTopology& topology) {
+  std::vector<std::string> out;
+  auto best = PciPathType::kSys;
+  for (const auto& hca : topology.devices) {
+    if (hca.is_vf) {
+      continue;
+    }
+    const auto type = pathType(gpu, hca);
+    if (out.empty() || type < best) {
+      out.clear();
+      best = type;
+    }
+    if (type == best) {
+      out.push_back(hca.name);
+    }
+  }
+  return out;
+}
+
+} // namespace kube_rdma

@@ -1,0 +1,296 @@
+#include "common/sysfs_discovery.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+namespace kube_rdma {
+namespace {
+
+namespace fs = std::filesystem;
+
+DiscoveryRoots fixtureRoots(const std::string& name) {
+  const std::string base = std::string(KUBE_RDMA_FIXTURES) + "/" + name;
+  return {base + "/sys", base + "/proc"};
+}
+
+NodeTopology discoverFixture(const std::string& name) {
+  return discoverFromSysfs(fixtureRoots(name));
+}
+
+std::vector<std::string> names(const NodeTopology& topo) {
+  std::vector<std::string> out;
+  for (const auto& d : topo.devices) {
+    out.push_back(d.name);
+  }
+  return out;
+}
+
+std::string warningsText(const NodeTopology& topo) {
+  std::string out;
+  for (const auto& w : topo.warnings) {
+    out += w.path + ": " + w.message + "\n";
+  }
+  return out;
+}
+
+// A private copy of a fixture that a test may damage.
+class FixtureCopy {
+public:
+  explicit FixtureCopy(const std::string& name) {
+    // tmpfs when there is one: a fixture copy is thousands of small files.
+    const fs::path base =
+        ::access("/dev/shm", W_OK) == 0 ? fs::path("/dev/shm") : fs::path(::testing::TempDir());
+    root_ = base / ("disc-" + std::to_string(::getpid()) + "-" +
+                    ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(root_);
+    fs::copy(fs::path(KUBE_RDMA_FIXTURES) / name, root_,
+             fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+  }
+  ~FixtureCopy() { fs::remove_all(root_); }
+  DiscoveryRoots roots() const { return {(root_ / "sys").string(), (root_ / "proc").string()}; }
+  fs::path sys(const std::string& rel) const { return root_ / "sys" / rel; }
+
+private:
+  fs::path root_;
+};
+
+TEST(SysfsDiscovery, A100NodeMatchesTheGuide) {
+  const auto topo = discoverFixture("a100-roce");
+  EXPECT_TRUE(topo.warnings.empty()) << warningsText(topo);
+  EXPECT_EQ(topo.source, "sysfs");
+  EXPECT_EQ(names(topo), (std::vector<std::string>{"mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3", "mlx5_4",
+                                                   "mlx5_5", "mlx5_6", "mlx5_7", "mlx5_8"}));
+  EXPECT_EQ(topo.management_netdev, "eth0");
+  ASSERT_EQ(topo.gpus.size(), 8u);
+  EXPECT_EQ(topo.gpus[0].device_id, "0x20b0");
+
+  const RdmaDevice& d = *topo.findDevice("mlx5_1");
+  EXPECT_EQ(d.node_type, "1: CA");
+  EXPECT_EQ(d.hca_type, "MT4123");
+  EXPECT_EQ(d.vendor_id, "0x15b3");
+  EXPECT_EQ(d.device_id, "0x101b");
+  EXPECT_EQ(d.driver, "mlx5_core");
+  EXPECT_EQ(d.numa_node, std::optional<int>(0));
+  EXPECT_EQ(d.netdevs, std::vector<std::string>{"eth1"});
+  EXPECT_FALSE(d.uverbs.empty());
+  EXPECT_EQ(d.uverbsDevicePath(), "/dev/infiniband/" + d.uverbs);
+  EXPECT_EQ(d.pci_address, d.pcie_path.back());
+  EXPECT_EQ(d.pcie_path.size(), 4u); // root port, switch up, switch down, NIC
+  EXPECT_FALSE(d.is_vf);
+  ASSERT_EQ(d.ports.size(), 1u);
+  const Port& p = d.ports[0];
+  EXPECT_TRUE(p.active());
+  EXPECT_EQ(p.phys_state, 5);
+  EXPECT_EQ(p.phys_state_name, "LinkUp");
+  EXPECT_EQ(p.link_layer, LinkLayer::kEthernet);
+  EXPECT_EQ(p.rate_gbps, 200u);
+  EXPECT_EQ(p.gid_table_len, 256u);
+  EXPECT_EQ(p.netdev, "eth1");
+  ASSERT_EQ(p.gids.size(), 4u);
+  for (uint32_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(p.gids[i].index, i);
+    EXPECT_EQ(p.gids[i].type, i % 2 == 0 ? GidType::kRoceV1 : GidType::kRoceV2);
+    EXPECT_EQ(p.gids[i].netdev, "eth1");
+  }
+  EXPECT_EQ(p.gids[0].gid.substr(0, 20), "fe80:0000:0000:0000:");
+  EXPECT_EQ(p.gids[0].ipv4, "");
+  EXPECT_EQ(p.gids[2].gid, "0000:0000:0000:0000:0000:ffff:190b:8002");
+  EXPECT_EQ(p.gids[2].ipv4, "25.11.128.2");
+  EXPECT_EQ(p.gids[3].ipv4, "25.11.128.2");
+
+  const std::vector<std::string> ips{"25.11.128.2",   "25.11.128.34",  "25.11.128.66",
+                                     "25.11.128.98",  "25.11.128.130", "25.11.128.162",
+                                     "25.11.128.194", "25.11.128.226"};
+  for (size_t i = 0; i < ips.size(); ++i) {
+    const RdmaDevice& nic = topo.devices[i + 1];
+    EXPECT_EQ(nic.ports[0].gids[3].ipv4, ips[i]) << nic.name;
+    EXPECT_EQ(nic.numa_node, std::optional<int>(i < 4 ? 0 : 1)) << nic.name;
+  }
+  EXPECT_EQ(topo.devices[0].ports[0].gids[3].ipv4, "10.0.60.3");
+  EXPECT_EQ(topo.devices[0].pcie_path.size(), 2u); // directly under a root port
+}
+
+TEST(SysfsDiscovery, InfiniBandNodeUsesIpoibNetdevsAndLids) {
+  const auto topo = discoverFixture("ib-hdr8");
+  EXPECT_TRUE(topo.warnings.empty()) << warningsText(topo);
+  ASSERT_EQ(topo.devices.size(), 8u);
+  EXPECT_EQ(topo.management_netdev, "eth0");
+  for (size_t i = 0; i < 8; ++i) {
+    const Port& p = topo.devices[i].ports.at(0);
+    EXPECT_EQ(p.link_layer, LinkLayer::kInfiniBand);
+    EXPECT_EQ(p.lid, i + 1);
+    EXPECT_EQ(p.netdev, "ib" + std::to_string(i));
+    ASSERT_EQ(p.gids.size(), 1u);
+    EXPECT_EQ(p.gids[0].netdev, ""); // ndevs reads EINVAL for IB GIDs
+    EXPECT_EQ(p.gids[0].type, GidType::kRoceV1);
+    EXPECT_EQ(p.gid_table_len, 128u);
+  }
+}
+
+TEST(SysfsDiscovery, DualPortHcaHasAPortOfEachLinkLayer) {
+  const auto topo = discoverFixture("dual-port");
+  EXPECT_TRUE(topo.warnings.empty()) << warningsText(topo);
+  ASSERT_EQ(topo.devices.size(), 1u);
+  const auto& ports = topo.devices[0].ports;
+  ASSERT_EQ(ports.size(), 2u);
+  EXPECT_EQ(ports[0].link_layer, LinkLayer::kInfiniBand);
+  EXPECT_EQ(ports[0].netdev, "ib0");
+  EXPECT_EQ(ports[1].link_layer, LinkLayer::kEthernet);
+  EXPECT_EQ(ports[1].netdev, "eth1");
+  EXPECT_EQ(ports[1].gids.at(3).ipv4, "192.168.50.2");
+}
+
+TEST(SysfsDiscovery, PortDownIsReportedDown) {
+  const auto topo = discoverFixture("port-down");
+  const Port& p = topo.findDevice("mlx5_3")->ports.at(0);
+  EXPECT_EQ(p.state, PortState::kDown);
+  EXPECT_EQ(p.phys_state_name, "Disabled");
+  EXPECT_TRUE(topo.findDevice("mlx5_2")->ports.at(0).active());
+}
+
+TEST(SysfsDiscovery, NumaMinusOneIsNone) {
+  const auto topo = discoverFixture("numa-none");
+  EXPECT_TRUE(topo.warnings.empty() ||
+              topo.warnings.front().path.find("route") != std::string::npos)
+      << warningsText(topo);
+  ASSERT_EQ(topo.devices.size(), 2u);
+  EXPECT_EQ(topo.devices[0].numa_node, std::nullopt);
+  ASSERT_EQ(topo.gpus.size(), 2u);
+  EXPECT_EQ(topo.gpus[0].numa_node, std::nullopt);
+}
+
+TEST(SysfsDiscovery, RenamedDevicesKeepTheirUdevNames) {
+  const auto topo = discoverFixture("renamed-rocep");
+  EXPECT_TRUE(topo.warnings.empty()) << warningsText(topo);
+  EXPECT_EQ(names(topo),
+            (std::vector<std::string>{"rocep1s0f0", "rocep2s0f0", "rocep3s0f0", "rocep4s0f0"}));
+  EXPECT_EQ(topo.devices[0].ports[0].netdev, "enp1s0f0np0");
+  EXPECT_EQ(topo.devices[0].pci_address, "0000:01:00.0");
+  EXPECT_EQ(topo.management_netdev, "eno1");
+}
+
+TEST(SysfsDiscovery, Mlx5OneAndTenAreSortedNaturally) {
+  const auto topo = discoverFixture("mlx5-1-10");
+  ASSERT_EQ(topo.devices.size(), 12u);
+  EXPECT_EQ(topo.devices[1].name, "mlx5_1");
+  EXPECT_EQ(topo.devices[2].name, "mlx5_2");
+  EXPECT_EQ(topo.devices[10].name, "mlx5_10");
+  EXPECT_EQ(topo.devices[10].ports[0].netdev, "eth10");
+}
+
+TEST(SysfsDiscovery, SparseGidTableSkipsEinvalEntriesWithoutWarnings) {
+  const auto topo = discoverFixture("sparse-gids");
+  EXPECT_TRUE(topo.warnings.empty()) << warningsText(topo);
+  const Port& p = topo.devices.at(0).ports.at(0);
+  std::vector<uint32_t> indexes;
+  for (const auto& g : p.gids) {
+    indexes.push_back(g.index);
+  }
+  EXPECT_EQ(indexes, (std::vector<uint32_t>{0, 1, 4, 5}));
+  EXPECT_EQ(p.gids[2].ipv4, "10.152.0.12");
+  EXPECT_EQ(p.gids[3].type, GidType::kRoceV2);
+}
+
+TEST(SysfsDiscovery, SriovVfsKnowTheirPhysicalFunction) {
+  const auto topo = discoverFixture("sriov-vfs");
+  ASSERT_EQ(topo.devices.size(), 5u);
+  const RdmaDevice& pf = topo.devices[0];
+  EXPECT_FALSE(pf.is_vf);
+  EXPECT_EQ(pf.vf_pci_addresses, (std::vector<std::string>{"0000:3b:00.1", "0000:3b:00.2",
+                                                           "0000:3b:00.3", "0000:3b:00.4"}));
+  for (size_t i = 1; i < 5; ++i) {
+    EXPECT_TRUE(topo.devices[i].is_vf);
+    EXPECT_EQ(topo.devices[i].pf_pci_address, "0000:3b:00.0");
+    EXPECT_EQ(topo.devices[i].hca_type, "MT4124");
+  }
+}
+
+TEST(SysfsDiscovery, LargeNodeHasEveryPortAndGid) {
+  const auto topo = discoverFixture("large-16x2");
+  EXPECT_TRUE(topo.warnings.empty()) << warningsText(topo);
+  ASSERT_EQ(topo.devices.size(), 16u);
+  for (const auto& d : topo.devices) {
+    ASSERT_EQ(d.ports.size(), 2u);
+    EXPECT_EQ(d.ports[1].gids.size(), 48u); // 2 link-local + 2 x (15 IPv4 + 8 IPv6)
+    EXPECT_EQ(d.ports[1].netdev, d.netdevs[1]);
+  }
+}
+
+TEST(SysfsDiscovery, AGarbageOrMissingAttributeSkipsOnlyThatEntry) {
+  FixtureCopy copy("sparse-gids");
+  const std::string port = "class/infiniband/mlx5_0/ports/1";
+  std::ofstream(copy.sys(port + "/gids/5"), std::ios::trunc) << "not-a-gid\n";
+  std::ofstream(copy.sys(port + "/gid_attrs/types/1"), std::ios::trunc) << "RoCE v9\n";
+  fs::remove(copy.sys("class/infiniband/mlx5_1/ports/1/rate"));
+  std::ofstream(copy.sys("class/infiniband/mlx5_1/device/numa_node"), std::ios::trunc) << "x\n";
+
+  const auto topo = discoverFromSysfs(copy.roots());
+  ASSERT_EQ(topo.devices.size(), 2u);
+  std::vector<uint32_t> indexes;
+  for (const auto& g : topo.devices[0].ports.at(0).gids) {
+    indexes.push_back(g.index);
+  }
+  EXPECT_EQ(indexes, (std::vector<uint32_t>{0, 4}));
+  const RdmaDevice& other = topo.devices[1];
+  EXPECT_EQ(other.ports.at(0).rate_gbps, 0u);
+  EXPECT_TRUE(other.ports.at(0).active());
+  EXPECT_EQ(other.ports.at(0).gids.size(), 4u);
+  EXPECT_EQ(other.numa_node, std::nullopt);
+
+  std::vector<std::string> paths;
+  for (const auto& w : topo.warnings) {
+    paths.push_back(w.path);
+  }
+  std::sort(paths.begin(), paths.end());
+  EXPECT_EQ(paths, (std::vector<std::string>{port + "/gid_attrs/types/1", port + "/gids/5",
+                                             "class/infiniband/mlx5_1/device/numa_node",
+                                             "class/infiniband/mlx5_1/ports/1/rate"}))
+      << warningsText(topo);
+}
+
+TEST(SysfsDiscovery, MissingRootIsAWarningNotACrash) {
+  const auto topo = discoverFromSysfs({"/nonexistent-kube-rdma-root", "/nonexistent-proc"});
+  EXPECT_TRUE(topo.devices.empty());
+  EXPECT_TRUE(topo.gpus.empty());
+  EXPECT_GE(topo.warnings.size(), 2u);
+}
+
+TEST(SysfsDiscovery, PortStatesFollowTheTree) {
+  FixtureCopy copy("sparse-gids");
+  const auto known = discoverFromSysfs(copy.roots());
+  const std::string sys = copy.roots().sysfs_root;
+  auto samples = readPortStates(sys, known);
+  ASSERT_EQ(samples.size(), 2u);
+  EXPECT_TRUE(samples[0].present);
+  EXPECT_EQ(samples[0].state, PortState::kActive);
+
+  std::ofstream(copy.sys("class/infiniband/mlx5_0/ports/1/state"), std::ios::trunc) << "1: DOWN\n";
+  fs::remove(copy.sys("class/infiniband/mlx5_1"));
+  samples = readPortStates(sys, known);
+  EXPECT_EQ(samples[0].device, "mlx5_0");
+  EXPECT_TRUE(samples[0].present);
+  EXPECT_EQ(samples[0].state, PortState::kDown);
+  EXPECT_EQ(samples[1].device, "mlx5_1");
+  EXPECT_FALSE(samples[1].present);
+
+  std::ofstream(copy.sys("class/infiniband/mlx5_0/ports/1/state"), std::ios::trunc) << "junk\n";
+  samples = readPortStates(sys, known);
+  EXPECT_TRUE(samples[0].present);
+  EXPECT_EQ(samples[0].state, PortState::kNop);
+}
+
+TEST(SysfsDiscovery, NaturalOrder) {
+  EXPECT_TRUE(naturalLess("mlx5_2", "mlx5_10"));
+  EXPECT_FALSE(naturalLess("mlx5_10", "mlx5_2"));
+  EXPECT_TRUE(naturalLess("mlx5_1", "mlx5_10"));
+  EXPECT_TRUE(naturalLess("eth9", "eth10"));
+  EXPECT_TRUE(naturalLess("ib0", "mlx5_0"));
+  EXPECT_FALSE(naturalLess("mlx5_1", "mlx5_1"));
+  EXPECT_TRUE(naturalLess("a01", "a1")); // equal values: fall back to the text
+}
+
+} // namespace
+} // namespace kube_rdma
