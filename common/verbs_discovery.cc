@@ -1,0 +1,308 @@
+#include "common/verbs_discovery.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <endian.h>
+#include <infiniband/verbs.h>
+#include <map>
+#include <net/if.h>
+
+#include "common/sysfs_attributes.h"
+
+namespace kube_rdma {
+namespace {
+
+struct DeviceListDeleter {
+  void operator()(ibv_device** list) const { ibv_free_device_list(list); }
+};
+struct ContextDeleter {
+  void operator()(ibv_context* ctx) const { ibv_close_device(ctx); }
+};
+
+Port queryPort(ibv_context* ctx, uint8_t number, const std::string& name,
+               std::vector<DiscoveryWarning>& warnings) {
+  Port port;
+  port.number = number;
+  ibv_port_attr attr{};
+  if (const int rc = ibv_query_port(ctx, number, &attr); rc != 0) {
+    warnings.push_back({name + "/ports/" + std::to_string(number),
+                        std::string("ibv_query_port: ") + std::strerror(rc)});
+    return port;
+  }
+  port.state =
+      attr.state <= IBV_PORT_ACTIVE_DEFER ? static_cast<PortState>(attr.state) : PortState::kNop;
+  port.phys_state = attr.phys_state;
+  port.phys_state_name = physStateName(attr.phys_state);
+  port.link_layer = linkLayerFromVerbs(attr.link_layer);
+  port.lid = attr.lid;
+  port.gid_table_len = static_cast<uint32_t>(attr.gid_tbl_len);
+  if (auto rate = portRate(attr.active_width, attr.active_speed)) {
+    port.rate = rate->text;
+    port.rate_gbps = rate->gbps;
+  }
+  return port;
+}
+
+void queryGids(ibv_context* ctx, RdmaDevice& device, std::vector<DiscoveryWarning>& warnings) {
+  size_t total = 0;
+  for (const auto& p : device.ports) {
+    total += p.gid_table_len;
+  }
+  if (total == 0) {
+    return;
+  }
+  std::vector<ibv_gid_entry> entries(total);
+  const ssize_t n = ibv_query_gid_table(ctx, entries.data(), entries.size(), 0);
+  if (n < 0) {
+    warnings.push_back({device.name + "/gids", std::string("ibv_query_gid_table: ") +
+                                                   std::strerror(static_cast<int>(-n))});
+    return;
+  }
+  for (ssize_t i = 0; i < n; ++i) {
+    const ibv_gid_entry& e = entries[static_cast<size_t>(i)];
+    if (e.port_num == 0 || e.port_num > device.ports.size()) {
+      continue;
+    }
+    Gid gid;
+    std::memcpy(gid.bytes.data(), e.gid.raw, gid.bytes.size());
+    if (isZero(gid)) {
+      continue;
+    }
+    GidEntry entry;
+    entry.index = e.gid_index;
+    entry.gid = toKernelText(gid);
+    entry.type = gidTypeFromVerbs(e.gid_type);
+    entry.ipv4 = ipv4Of(gid).value_or("");
+    char ifname[IF_NAMESIZE] = {};
+    if (e.ndev_ifindex != 0 && ::if_indextoname(e.ndev_ifindex, ifname) != nullptr) {
+      entry.netdev = ifname;
+    }
+    device.ports[e.port_num - 1].gids.push_back(std::move(entry));
+  }
+  for (auto& p : device.ports) {
+    std::sort(p.gids.begin(), p.gids.end(),
+              [](const GidEntry& a, const GidEntry& b) { return a.index < b.index; });
+    const bool ib = p.link_layer == LinkLayer::kInfiniBand;
+    if (!ib && !p.gids.empty() && p.gids.front().index == 0) {
+      p.netdev = p.gids.front().netdev;
+    }
+  }
+}
+
+std::optional<RdmaDevice> queryDevice(ibv_device* dev, std::vector<DiscoveryWarning>& warnings) {
+  RdmaDevice device;
+  device.name = ibv_get_device_name(dev);
+  std::unique_ptr<ibv_context, ContextDeleter> ctx(ibv_open_device(dev));
+  if (!ctx) {
+    warnings.push_back({device.name, std::string("ibv_open_device: ") + std::strerror(errno)});
+    return std::nullopt;
+  }
+  ibv_device_attr attr{};
+  if (const int rc = ibv_query_device(ctx.get(), &attr); rc != 0) {
+    warnings.push_back({device.name, std::string("ibv_query_device: ") + std::strerror(rc)});
+    return std::nullopt;
+  }
+  device.fw_ver = attr.fw_ver;
+  device.node_guid = guidText(be64toh(attr.node_guid));
+  device.sys_image_guid = guidText(be64toh(attr.sys_image_guid));
+  for (uint8_t p = 1; p <= attr.phys_port_cnt; ++p) {
+    device.ports.push_back(queryPort(ctx.get(), p, device.name, warnings));
+  }
+  queryGids(ctx.get(), device, warnings);
+  return device;
+}
+
+} // namespace
+
+Result<VerbsScan> LibibverbsSource::scan() {
+  int n = 0;
+  errno = 0;
+  std::unique_ptr<ibv_device*, DeviceListDeleter> list(ibv_get_device_list(&n));
+  if (!list) {
+    return makeError(std::string("ibv_get_device_list failed: ") + std::strerror(errno));
+  }
+  VerbsScan scan;
+  for (int i = 0; i < n; ++i) {
+    if (auto device = queryDevice(list.get()[i], scan.warnings)) {
+      scan.devices.push_back(std::move(*device));
+    }
+  }
+  return scan;
+}
+
+NodeTopology mergeSysfsFacts(VerbsScan verbs, NodeTopology sysfs) {
+  NodeTopology topo;
+  topo.source = "libibverbs";
+  topo.gpus = std::move(sysfs.gpus);
+  topo.management_netdev = std::move(sysfs.management_netdev);
+  topo.warnings = std::move(sysfs.warnings);
+  topo.warnings.insert(topo.warnings.end(), verbs.warnings.begin(), verbs.warnings.end());
+  std::map<std::string, const RdmaDevice*> by_name;
+  for (const auto& d : sysfs.devices) {
+    by_name[d.name] = &d;
+  }
+  for (auto& d : verbs.devices) {
+    const auto it = by_name.find(d.name);
+    if (it == by_name.end()) {
+      topo.warnings.push_back(
+          {"class/infiniband/" + d.name, "listed by libibverbs but not in sysfs: no PCI facts"});
+      topo.devices.push_back(std::move(d));
+      continue;
+    }
+    const RdmaDevice& s = *it->second;
+    d.node_type = s.node_type;
+    d.hca_type = s.hca_type;
+    d.board_id = s.board_id;
+    d.pci_address = s.pci_address;
+    d.vendor_id = s.vendor_id;
+    d.device_id = s.device_id;
+    d.driver = s.driver;
+    d.numa_node = s.numa_node;
+    d.local_cpulist = s.local_cpulist;
+    d.netdevs = s.netdevs;
+    d.uverbs = s.uverbs;
+    d.is_vf = s.is_vf;
+    d.pf_pci_address = s.pf_pci_address;
+    d.vf_pci_addresses = s.vf_pci_addresses;
+    d.pcie_path = s.pcie_path;
+    for (auto& port : d.ports) {
+      for (const auto& sp : s.ports) {
+        if (sp.number == port.number && port.netdev.empty()) {
+          port.netdev = sp.netdev; // IPoIB matching and the RoCE fallback are sysfs facts
+        }
+      }
+    }
+    by_name.erase(it);
+    topo.devices.push_back(std::move(d));
+  }
+  for (const auto& [name, device] : by_name) {
+    topo.warnings.push_back({"class/infiniband/" + name,
+                             "in sysfs but not listed by libibverbs (no uverbs device node?)"});
+  }
+  std::sort(topo.devices.begin(), topo.devices.end(),
+            [](const RdmaDevice& a, const RdmaDevice& b) { return naturalLess(a.name, b.name); });
+  return topo;
+}
+
+NodeTopology discoverNode(const DiscoveryRoots& roots, Logger& logger, VerbsDeviceSource& source) {
+  if (roots.sysfs_root != source.sysfsRoot()) {
+    logger.info("discovery from sysfs: the sysfs root is not the one libibverbs reads",
+                {{"sysfs_root", roots.sysfs_root}, {"libibverbs_root", source.sysfsRoot()}});
+    return discoverFromSysfs(roots);
+  }
+  auto scan = source.scan();
+  if (!scan || scan->devices.empty()) {
+    logger.info("no RDMA devices via libibverbs; discovery from sysfs",
+                {{"reason", scan ? "libibverbs lists no devices" : scan.error().message},
+                 {"sysfs_root", roots.sysfs_root}});
+    return discoverFromSysfs(roots);
+  }
+  logger.info("discovery via libibverbs", {{"devices", std::to_string(scan->devices.size())}});
+  return mergeSysfsFacts(std::move(*scan), discoverFromSysfs(roots));
+}
+
+NodeTopology discoverNode(const DiscoveryRoots& roots, Logger& logger) {
+  LibibverbsSource source;
+  return discoverNode(roots, logger, source);
+}
+
+std::optional<PortRate> portRate(uint8_t active_width, uint8_t active_speed) {
+  int lanes = 0;
+  switch (active_width) {
+  case 1:
+    lanes = 1;
+    break;
+  case 2:
+    lanes = 4;
+    break;
+  case 4:
+    lanes = 8;
+    break;
+  case 8:
+    lanes = 12;
+    break;
+  case 16:
+    lanes = 2;
+    break;
+  default:
+    return std::nullopt;
+  }
+  // Per-lane rate in tenths of Gb/s and the kernel's name (ib_rate_to_mbps / sysfs rate_show).
+  int tenths = 0;
+  const char* name = "";
+  switch (active_speed) {
+  case 1:
+    tenths = 25, name = " SDR";
+    break;
+  case 2:
+    tenths = 50, name = " DDR";
+    break;
+  case 4:
+    tenths = 100, name = " QDR";
+    break;
+  case 8:
+    tenths = 100, name = " FDR10";
+    break;
+  case 16:
+    tenths = 140, name = " FDR";
+    break;
+  case 32:
+    tenths = 250, name = " EDR";
+    break;
+  case 64:
+    tenths = 500, name = " HDR";
+    break;
+  case 128:
+    tenths = 1000, name = " NDR";
+    break;
+  default:
+    return std::nullopt;
+  }
+  const int total = tenths * lanes;
+  PortRate rate;
+  rate.gbps = static_cast<uint32_t>(total / 10);
+  rate.text = std::to_string(total / 10) + (total % 10 ? ".5" : "") + " Gb/sec (" +
+              std::to_string(lanes) + "X" + name + ")";
+  return rate;
+}
+
+std::string physStateName(int phys_state) {
+  static constexpr const char* kNames[] = {
+      "<unknown>",         "Sleep",   "Polling", "Disabled", "PortConfigurationTraining", "LinkUp",
+      "LinkErrorRecovery", "Phy Test"};
+  return phys_state >= 0 && phys_state < 8 ? kNames[phys_state] : "<unknown>";
+}
+
+GidType gidTypeFromVerbs(uint32_t ibv_gid_type) {
+  switch (ibv_gid_type) {
+  case IBV_GID_TYPE_IB: // sysfs prints "IB/RoCE v1" for both
+  case IBV_GID_TYPE_ROCE_V1:
+    return GidType::kRoceV1;
+  case IBV_GID_TYPE_ROCE_V2:
+    return GidType::kRoceV2;
+  default:
+    return GidType::kUnknown;
+  }
+}
+
+LinkLayer linkLayerFromVerbs(uint8_t ibv_link_layer) {
+  switch (ibv_link_layer) {
+  case IBV_LINK_LAYER_INFINIBAND:
+    return LinkLayer::kInfiniBand;
+  case IBV_LINK_LAYER_ETHERNET:
+    return LinkLayer::kEthernet;
+  default:
+    return LinkLayer::kUnknown;
+  }
+}
+
+std::string guidText(uint64_t guid) {
+  char buf[20];
+  std::snprintf(buf, sizeof(buf), "%04x:%04x:%04x:%04x", static_cast<unsigned>(guid >> 48),
+                static_cast<unsigned>((guid >> 32) & 0xffff),
+                static_cast<unsigned>((guid >> 16) & 0xffff), static_cast<unsigned>(guid & 0xffff));
+  return buf;
+}
+
+} // namespace kube_rdma

@@ -1,0 +1,67 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/device_model.h"
+#include "common/log.h"
+#include "common/result.h"
+#include "common/sysfs_discovery.h"
+
+// The rdma-core backend (libibverbs: ibv_get_device_list, ibv_query_device/ibv_query_port,
+// ibv_query_gid_table from rdma-core >= 32) and the run-time choice between it and sysfs.
+namespace kube_rdma {
+
+struct VerbsScan {
+  std::vector<RdmaDevice> devices; // names, GUIDs, firmware, ports and GID tables; no PCI facts
+  std::vector<DiscoveryWarning> warnings;
+};
+
+// Where the verbs view of the node comes from; injected so the choice is testable without
+// hardware.
+class VerbsDeviceSource {
+public:
+  virtual ~VerbsDeviceSource() = default;
+  // The sysfs root whose devices this source lists ("/sys" for libibverbs).
+  virtual std::string sysfsRoot() const = 0;
+  // The devices the library lists; an error says why it lists none.
+  virtual Result<VerbsScan> scan() = 0;
+};
+using VerbsDeviceSourcePtr = std::unique_ptr<VerbsDeviceSource>;
+
+// libibverbs itself. Lists only devices whose /dev/infiniband/uverbsN exists (rdma-core drops
+// the others), like NCCL sees them.
+class LibibverbsSource final : public VerbsDeviceSource {
+public:
+  // VerbsDeviceSource
+  std::string sysfsRoot() const override { return "/sys"; }
+  Result<VerbsScan> scan() override;
+};
+
+// libibverbs when roots.sysfs_root is the source's own root and it lists devices, merged with the
+// sysfs-only facts (PCI, NUMA, netdevs, uverbs, SR-IOV, GPUs, management NIC); otherwise sysfs,
+// after logging why.
+NodeTopology discoverNode(const DiscoveryRoots& roots, Logger& logger, VerbsDeviceSource& source);
+NodeTopology discoverNode(const DiscoveryRoots& roots, Logger& logger);
+
+// The verbs devices completed with what only sysfs knows, matched by name. Devices sysfs lists
+// but libibverbs does not (no uverbs node) are left out with a warning. GPUs, management NIC and
+// the sysfs warnings come from `sysfs`; the source is "libibverbs".
+NodeTopology mergeSysfsFacts(VerbsScan verbs, NodeTopology sysfs);
+
+// Conversions from libibverbs' numbers to the kernel's sysfs texts, so both backends agree.
+struct PortRate {
+  std::string text;  // "200 Gb/sec (4X HDR)"
+  uint32_t gbps = 0; // 200
+};
+// active_width (1, 2, 4, 8, 16 = 1X, 4X, 8X, 12X, 2X) and active_speed (1 SDR .. 128 NDR).
+std::optional<PortRate> portRate(uint8_t active_width, uint8_t active_speed);
+std::string physStateName(int phys_state); // 5 -> "LinkUp", as the kernel prints it
+GidType gidTypeFromVerbs(uint32_t ibv_gid_type);
+LinkLayer linkLayerFromVerbs(uint8_t ibv_link_layer);
+std::string guidText(uint64_t host_order_guid); // "0c42:a103:0065:d6b6"
+
+} // namespace kube_rdma
