@@ -482,23 +482,23 @@ NodeTopology discoverFromSysfs(const DiscoveryRoots& roots) {
 std::vector<PortStateSample> readPortStates(const std::string& sysfs_root,
                                             const NodeTopology& known) {
   std::vector<PortStateSample> out;
-  const std::string base = sysfs_root + "/class/infiniband/";
+  std::string path = sysfs_root + "/class/infiniband/";
+  const size_t base_len = path.size();
   for (const auto& device : known.devices) {
-    const std::string dir = base + device.name;
-    DirFd ports(dir + "/ports");
-    const bool vanished = !ports.ok() && (errno == ENOENT || ::access(dir.c_str(), F_OK) != 0);
     for (const auto& port : device.ports) {
-      // A device whose ports cannot be read but which is still there is present and not usable.
-      PortStateSample sample{device.name, port.number, !vanished, PortState::kNop};
-      if (ports.ok()) {
-        char name[24];
-        const auto [end, ec] = std::to_chars(name, name + 16, port.number);
-        std::memcpy(end, "/state", 7);
-        if (auto text = readAttributeAt(ports.get(), name)) {
-          if (auto state = parsePortState(*text)) {
-            sample.state = *state;
-          }
+      path.resize(base_len);
+      path += device.name;
+      const size_t dev_len = path.size();
+      path += "/ports/" + std::to_string(port.number) + "/state";
+      PortStateSample sample{device.name, port.number, true, PortState::kNop};
+      if (auto text = readAttribute(path)) {
+        // A state that does not parse leaves kNop: present but not usable.
+        if (auto state = parsePortState(*text)) {
+          sample.state = *state;
         }
+      } else {
+        path.resize(dev_len);
+        sample.present = ::access(path.c_str(), F_OK) == 0;
       }
       out.push_back(std::move(sample));
     }

@@ -1,0 +1,137 @@
+// Discovery speed over the generated fixtures, each next to a reference measured in the same
+// run: the bare open/read/close of the files discovery has to read (the floor no sysfs reader
+// can go below). KUBE_RDMA_FIXTURES in the environment points it at another copy of the
+// fixtures (e.g. on tmpfs, which like the kernel's sysfs is memory-backed). Run:
+//   build/test/bench/discovery_bench --benchmark_repetitions=10 --benchmark_report_aggregates_only
+#include <benchmark/benchmark.h>
+#include <cstdlib>
+#include <fcntl.h>
+#include <filesystem>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+#include "common/sysfs_discovery.h"
+
+namespace kube_rdma {
+namespace {
+
+namespace fs = std::filesystem;
+
+DiscoveryRoots roots(const std::string& name) {
+  const char* env = std::getenv("KUBE_RDMA_FIXTURES");
+  const std::string base = std::string(env != nullptr ? env : KUBE_RDMA_FIXTURES) + "/" + name;
+  return {base + "/sys", base + "/proc"};
+}
+
+// Every per-port file discovery reads for GIDs (gids/<i> of the whole table, and types/ndevs of
+// the used entries), every port's state, and the PCI attributes of every RDMA device and PCI
+// function, as absolute paths.
+std::vector<std::string> filesDiscoveryReads(const std::string& name) {
+  const auto topo = discoverFromSysfs(roots(name));
+  const std::string sys = roots(name).sysfs_root;
+  std::vector<std::string> files;
+  for (const auto& d : topo.devices) {
+    const std::string dev = sys + "/class/infiniband/" + d.name;
+    for (const char* a :
+         {"node_type", "node_guid", "sys_image_guid", "fw_ver", "hca_type", "board_id",
+          "device/vendor", "device/device", "device/numa_node", "device/local_cpulist"}) {
+      files.push_back(dev + "/" + a);
+    }
+    for (const auto& p : d.ports) {
+      const std::string port = dev + "/ports/" + std::to_string(p.number);
+      for (const char* a : {"state", "phys_state", "link_layer", "rate", "lid"}) {
+        files.push_back(port + "/" + a);
+      }
+      for (uint32_t i = 0; i < p.gid_table_len; ++i) {
+        files.push_back(port + "/gids/" + std::to_string(i));
+      }
+      for (const auto& g : p.gids) {
+        files.push_back(port + "/gid_attrs/types/" + std::to_string(g.index));
+        files.push_back(port + "/gid_attrs/ndevs/" + std::to_string(g.index));
+      }
+    }
+  }
+  for (const auto& entry : fs::directory_iterator(sys + "/bus/pci/devices")) {
+    files.push_back(entry.path().string() + "/vendor");
+  }
+  return files;
+}
+
+std::vector<std::string> stateFiles(const std::string& name) {
+  const auto topo = discoverFromSysfs(roots(name));
+  std::vector<std::string> files;
+  for (const auto& d : topo.devices) {
+    for (const auto& p : d.ports) {
+      files.push_back(roots(name).sysfs_root + "/class/infiniband/" + d.name + "/ports/" +
+                      std::to_string(p.number) + "/state");
+    }
+  }
+  return files;
+}
+
+// The reference: open, read, close each file; errors (EISDIR for EINVAL entries) included.
+void readAll(benchmark::State& state, const std::vector<std::string>& files) {
+  char buf[256];
+  for (auto _ : state) {
+    size_t bytes = 0;
+    for (const auto& f : files) {
+      const int fd = ::open(f.c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd >= 0) {
+        const ssize_t n = ::read(fd, buf, sizeof(buf));
+        bytes += n > 0 ? static_cast<size_t>(n) : 0;
+        ::close(fd);
+      }
+    }
+    benchmark::DoNotOptimize(bytes);
+  }
+  state.counters["files"] = static_cast<double>(files.size());
+}
+
+void BM_DiscoverA100(benchmark::State& state) {
+  const auto r = roots("a100-roce");
+  for (auto _ : state) {
+    auto topo = discoverFromSysfs(r);
+    benchmark::DoNotOptimize(topo.devices.data());
+  }
+}
+BENCHMARK(BM_DiscoverA100)->Unit(benchmark::kMicrosecond);
+
+void BM_ReferenceReadA100Files(benchmark::State& state) {
+  readAll(state, filesDiscoveryReads("a100-roce"));
+}
+BENCHMARK(BM_ReferenceReadA100Files)->Unit(benchmark::kMicrosecond);
+
+void BM_DiscoverLarge16x2(benchmark::State& state) {
+  const auto r = roots("large-16x2");
+  for (auto _ : state) {
+    auto topo = discoverFromSysfs(r);
+    benchmark::DoNotOptimize(topo.devices.data());
+  }
+}
+BENCHMARK(BM_DiscoverLarge16x2)->Unit(benchmark::kMicrosecond);
+
+void BM_ReferenceReadLarge16x2Files(benchmark::State& state) {
+  readAll(state, filesDiscoveryReads("large-16x2"));
+}
+BENCHMARK(BM_ReferenceReadLarge16x2Files)->Unit(benchmark::kMicrosecond);
+
+void BM_ReadPortStatesA100(benchmark::State& state) {
+  const auto r = roots("a100-roce");
+  const auto known = discoverFromSysfs(r);
+  for (auto _ : state) {
+    auto samples = readPortStates(r.sysfs_root, known);
+    benchmark::DoNotOptimize(samples.data());
+  }
+}
+BENCHMARK(BM_ReadPortStatesA100)->Unit(benchmark::kMicrosecond);
+
+void BM_ReferenceReadA100StateFiles(benchmark::State& state) {
+  readAll(state, stateFiles("a100-roce"));
+}
+BENCHMARK(BM_ReferenceReadA100StateFiles)->Unit(benchmark::kMicrosecond);
+
+} // namespace
+} // namespace kube_rdma
+
+BENCHMARK_MAIN();
