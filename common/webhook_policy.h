@@ -1,0 +1,67 @@
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "common/shorthand.h"
+
+// The operator's policy for rdma-webhook: which pods count as RDMA pods and what they get at
+// admission. Parsed from JSON (the ConfigMap), validated as a whole; every key and its default is
+// in docs/webhook.md.
+namespace kube_rdma {
+
+struct PolicyEnvVar {
+  std::string name;
+  std::string value;
+  bool operator==(const PolicyEnvVar&) const = default;
+};
+
+// What happens to a container that takes variables from envFrom (a ConfigMap or Secret the
+// webhook cannot see): skip it (the envFrom may set the same names) or add anyway.
+enum class EnvFromMode { kSkip, kAdd };
+
+// Values for one node pool, picked when the pod is guaranteed to land in it: every key of
+// node_selector is in the pod's nodeSelector with that value, or pinned to exactly that value in
+// every term of its required node affinity.
+struct NodePoolProfile {
+  std::string name;
+  std::map<std::string, std::string> node_selector;
+  std::vector<PolicyEnvVar> env; // overrides the cluster-wide env by name
+  std::optional<std::string> shm_size_limit;
+};
+
+struct WebhookPolicy {
+  // Extended resources that make a container an RDMA container.
+  std::vector<std::string> resources;
+  // Shorthand annotation kube-rdma.io/rdma: link type ("ib", "roce") -> resource.
+  ShorthandMap shorthand;
+
+  std::vector<std::string> include_namespaces; // empty: every namespace not excluded
+  std::vector<std::string> exclude_namespaces;
+
+  bool ipc_lock = true;
+  bool shm = true;
+  std::string shm_size_limit; // a Kubernetes quantity
+
+  std::vector<PolicyEnvVar> env;
+  // NCCL_SOCKET_IFNAME for pods on the pod network (not hostNetwork); empty: not set.
+  std::string pod_network_socket_ifname;
+  EnvFromMode env_from = EnvFromMode::kSkip;
+
+  std::vector<NodePoolProfile> profiles;
+  std::map<std::string, std::string> annotations; // added where the pod does not set the key
+};
+
+// The policy used when no --policy file is given (and the base the file's keys override).
+WebhookPolicy defaultWebhookPolicy();
+
+// Parses and validates a policy document. Errors name the JSON path of every bad field.
+Result<WebhookPolicy> parseWebhookPolicy(const std::string& text);
+
+// A Kubernetes resource quantity ("64Gi", "500M", "1e9", "1.5Gi") as a number of base units.
+Result<double> parseQuantity(const std::string& text);
+
+} // namespace kube_rdma

@@ -1,0 +1,42 @@
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/result.h"
+
+// AdmissionReview admission.k8s.io/v1 and v1beta1 on the wire. Decoding never throws: a body that
+// is not an AdmissionReview is an Error (the server answers 400 with its message).
+namespace kube_rdma {
+
+enum class ReviewVersion { kV1, kV1beta1 };
+
+// The API server recommends at most 120 characters per warning; longer ones are cut.
+inline constexpr size_t kMaxWarningLength = 120;
+
+struct AdmissionRequest {
+  ReviewVersion version = ReviewVersion::kV1;
+  std::string uid;
+  std::string operation;    // CREATE, UPDATE, DELETE, CONNECT
+  std::string group;        // request.kind.group, "" for the core group
+  std::string kind;         // request.kind.kind, "Pod"
+  std::string sub_resource; // "" for the object itself
+  std::string ns;           // request.namespace
+  nlohmann::json object;    // request.object; null when absent (DELETE)
+};
+
+Result<AdmissionRequest> decodeAdmissionReview(std::string_view body);
+
+struct AdmissionResponse {
+  std::string uid;
+  nlohmann::json patch = nlohmann::json::array(); // RFC 6902; sent only when not empty
+  std::vector<std::string> warnings;
+};
+
+// Always allowed: the webhook never rejects a pod. The reply is in the request's version.
+std::string encodeAdmissionReview(ReviewVersion version, const AdmissionResponse& response);
+
+} // namespace kube_rdma

@@ -1,0 +1,111 @@
+#include "webhook/flags.h"
+
+#include <algorithm>
+#include <charconv>
+#include <map>
+
+namespace kube_rdma {
+namespace {
+
+Result<long> parseNumber(const std::string& flag, const std::string& text, long min, long max) {
+  long value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size() || value < min || value > max) {
+    return makeError(flag + ": expected a whole number in [" + std::to_string(min) + ", " +
+                     std::to_string(max) + "], got \"" + text + "\"");
+  }
+  return value;
+}
+
+} // namespace
+
+Result<ListenAddress> parseListenAddress(const std::string& text) {
+  const size_t colon = text.rfind(':');
+  if (colon == std::string::npos) {
+    return makeError("address \"" + text + "\" has no port (want HOST:PORT or :PORT)");
+  }
+  std::string host = text.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  } else if (host.find(':') != std::string::npos) {
+    return makeError("address \"" + text + "\": write IPv6 hosts in brackets, [::1]:8443");
+  }
+  Result<long> port = parseNumber("port of \"" + text + "\"", text.substr(colon + 1), 0, 65535);
+  if (!port.ok()) {
+    return port.error();
+  }
+  return ListenAddress{host.empty() ? "0.0.0.0" : host, static_cast<int>(*port)};
+}
+
+Result<WebhookFlags> parseWebhookFlags(const std::vector<std::string>& args) {
+  std::map<std::string, std::string> values;
+  static const std::vector<std::string> kKnown = {
+      "--tls-cert-file",   "--tls-private-key-file", "--listen-address", "--policy",
+      "--metrics-address", "--log-format",           "--threads",        "--shutdown-delay"};
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string name = args[i];
+    std::string value;
+    if (const size_t eq = name.find('='); eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+    } else if (i + 1 < args.size()) {
+      value = args[++i];
+    } else {
+      return makeError(name + ": missing value");
+    }
+    if (std::find(kKnown.begin(), kKnown.end(), name) == kKnown.end()) {
+      return makeError("unknown flag " + name);
+    }
+    values[name] = value;
+  }
+
+  WebhookFlags flags;
+  flags.tls_cert_file = values["--tls-cert-file"];
+  flags.tls_private_key_file = values["--tls-private-key-file"];
+  if (flags.tls_cert_file.empty() || flags.tls_private_key_file.empty()) {
+    return makeError("--tls-cert-file and --tls-private-key-file are required");
+  }
+  if (values.count("--listen-address") != 0) {
+    Result<ListenAddress> listen = parseListenAddress(values["--listen-address"]);
+    if (!listen.ok()) {
+      return makeError("--listen-address: " + listen.error().message);
+    }
+    flags.listen = *listen;
+  }
+  flags.policy_file = values["--policy"];
+  flags.metrics_address = values["--metrics-address"];
+  if (!flags.metrics_address.empty()) {
+    Result<ListenAddress> metrics = parseListenAddress(flags.metrics_address);
+    if (!metrics.ok()) {
+      return makeError("--metrics-address: " + metrics.error().message);
+    }
+  }
+  if (values.count("--log-format") != 0 &&
+      !parseLogFormat(values["--log-format"], flags.log_format)) {
+    return makeError("--log-format: expected text or json, got \"" + values["--log-format"] + "\"");
+  }
+  if (values.count("--threads") != 0) {
+    Result<long> threads = parseNumber("--threads", values["--threads"], 2, 1024);
+    if (!threads.ok()) {
+      return threads.error();
+    }
+    flags.threads = static_cast<size_t>(*threads);
+  }
+  if (values.count("--shutdown-delay") != 0) {
+    Result<long> delay = parseNumber("--shutdown-delay", values["--shutdown-delay"], 0, 300);
+    if (!delay.ok()) {
+      return delay.error();
+    }
+    flags.shutdown_delay = std::chrono::seconds(*delay);
+  }
+  return flags;
+}
+
+std::string webhookUsage() {
+  return "usage: rdma-webhook --tls-cert-file FILE --tls-private-key-file FILE\n"
+         "         [--listen-address HOST:PORT (:8443)] [--policy FILE]\n"
+         "         [--metrics-address HOST:PORT] [--log-format text|json]\n"
+         "         [--threads N (64)] [--shutdown-delay SECONDS (5)]\n";
+}
+
+} // namespace kube_rdma

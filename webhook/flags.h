@@ -1,0 +1,40 @@
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "common/log.h"
+#include "common/result.h"
+
+// rdma-webhook's command line (DESIGN.md "Interfaces"). Parsing is a pure function so every flag
+// and every error is testable without starting the server.
+namespace kube_rdma {
+
+struct ListenAddress {
+  std::string host; // "0.0.0.0" for ":8443"
+  int port = 0;
+};
+
+struct WebhookFlags {
+  std::string tls_cert_file;
+  std::string tls_private_key_file;
+  ListenAddress listen{"0.0.0.0", 8443};
+  std::string policy_file;     // empty: the default policy
+  std::string metrics_address; // empty: /metrics only on the HTTPS port
+  LogFormat log_format = LogFormat::kText;
+  size_t threads = 64;
+  // After SIGTERM: how long /readyz fails while requests are still answered, so the endpoint is
+  // removed before the listener closes.
+  std::chrono::seconds shutdown_delay{5};
+};
+
+// "HOST:PORT", ":PORT" or "[V6]:PORT".
+Result<ListenAddress> parseListenAddress(const std::string& text);
+
+// `args` excludes the program name. Flags take "--name=value" or "--name value".
+Result<WebhookFlags> parseWebhookFlags(const std::vector<std::string>& args);
+
+std::string webhookUsage();
+
+} // namespace kube_rdma

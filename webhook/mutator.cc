@@ -1,0 +1,518 @@
+#include "webhook/mutator.h"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <utility>
+
+#include "common/shorthand.h"
+
+namespace kube_rdma {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kShmPath = "/dev/shm";
+constexpr const char* kSocketIfname = "NCCL_SOCKET_IFNAME";
+
+const json* member(const json& object, const std::string& key) {
+  if (!object.is_object()) {
+    return nullptr;
+  }
+  auto it = object.find(key);
+  return it == object.end() ? nullptr : &*it;
+}
+
+std::string stringMember(const json& object, const std::string& key) {
+  const json* value = member(object, key);
+  return value != nullptr && value->is_string() ? value->get<std::string>() : std::string();
+}
+
+bool listed(const std::vector<std::string>& list, const std::string& value) {
+  return std::find(list.begin(), list.end(), value) != list.end();
+}
+
+std::string quoted(const std::string& text) {
+  return "\"" + text + "\"";
+}
+
+// An array member, created empty when absent, so appends never need a parent that is missing.
+json& arrayMember(json& object, const char* key) {
+  json& value = object[key];
+  if (value.is_null()) {
+    value = json::array();
+  }
+  return value;
+}
+
+bool asksFor(const json& container, const std::string& resource) {
+  const json* resources = member(container, "resources");
+  for (const char* kind : {"limits", "requests"}) {
+    const json* list = resources != nullptr ? member(*resources, kind) : nullptr;
+    if (list != nullptr && list->contains(resource)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+std::optional<std::string> rdmaResourceOf(const json& container, const WebhookPolicy& policy) {
+  for (const std::string& resource : policy.resources) {
+    if (asksFor(container, resource)) {
+      return resource;
+    }
+  }
+  return std::nullopt;
+}
+
+// Init containers (native sidecars included) first, as the kubelet starts them.
+std::vector<json*> containersOf(json& spec) {
+  std::vector<json*> out;
+  for (const char* list : {"initContainers", "containers"}) {
+    if (json* items = spec.is_object() && spec.contains(list) ? &spec[list] : nullptr;
+        items != nullptr && items->is_array()) {
+      for (json& container : *items) {
+        out.push_back(&container);
+      }
+    }
+  }
+  return out;
+}
+
+std::string skipReason(const json& annotations, const std::string& ns,
+                       const WebhookPolicy& policy) {
+  if (member(annotations, kMirrorAnnotation) != nullptr) {
+    return "mirror pod";
+  }
+  if (stringMember(annotations, kInjectAnnotation) == "false") {
+    return "opted out by kube-rdma.io/inject";
+  }
+  if (listed(policy.exclude_namespaces, ns)) {
+    return "namespace " + ns + " is excluded";
+  }
+  if (!policy.include_namespaces.empty() && !listed(policy.include_namespaces, ns)) {
+    return "namespace " + ns + " is not included";
+  }
+  return "";
+}
+
+// Adds the shorthand's resource to its container's limits and requests. An error means the pod is
+// admitted unchanged. Returns the container's name when something was added.
+Result<std::optional<std::string>> applyShorthand(json& spec, const json& annotations,
+                                                  const WebhookPolicy& policy) {
+  const json* value = member(annotations, kRdmaAnnotation);
+  if (value == nullptr) {
+    return std::optional<std::string>();
+  }
+  if (!value->is_string()) {
+    return makeError(std::string(kRdmaAnnotation) + " must be a string");
+  }
+  Result<ShorthandRequest> request = resolveShorthand(value->get<std::string>(), policy.shorthand);
+  if (!request.ok()) {
+    return makeError(std::string(kRdmaAnnotation) + ": " + request.error().message);
+  }
+  json* containers = spec.contains("containers") ? &spec["containers"] : nullptr;
+  if (containers == nullptr || !containers->is_array() || containers->empty()) {
+    return makeError(std::string(kRdmaAnnotation) + ": the pod has no containers");
+  }
+  json* target = &containers->front();
+  if (member(annotations, kRdmaContainerAnnotation) != nullptr) {
+    const std::string wanted = stringMember(annotations, kRdmaContainerAnnotation);
+    auto it = std::find_if(containers->begin(), containers->end(),
+                           [&wanted](const json& c) { return stringMember(c, "name") == wanted; });
+    if (wanted.empty() || it == containers->end()) {
+      return makeError(std::string(kRdmaContainerAnnotation) +
+                       " names no container of the pod: " + quoted(wanted));
+    }
+    target = &*it;
+  }
+  const std::string name = stringMember(*target, "name");
+  if (std::optional<std::string> existing = rdmaResourceOf(*target, policy)) {
+    if (*existing != request->resource) {
+      return makeError(std::string(kRdmaAnnotation) + " asks for " + request->resource +
+                       " but container " + quoted(name) + " already asks for " + *existing);
+    }
+    return std::optional<std::string>(); // already there: a second pass adds nothing
+  }
+  const std::string count = std::to_string(request->count);
+  json& resources = (*target)["resources"];
+  resources["limits"][request->resource] = count;
+  resources["requests"][request->resource] = count;
+  return std::optional<std::string>(name);
+}
+
+// Whether every node the pod may land on is guaranteed to carry label key=value.
+bool pinnedToLabel(const json& spec, const std::string& key, const std::string& value) {
+  if (const json* selector = member(spec, "nodeSelector");
+      selector != nullptr && selector->contains(key) && (*selector)[key] == value) {
+    return true;
+  }
+  const json* terms = member(spec, "affinity");
+  for (const char* step :
+       {"nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms"}) {
+    terms = terms != nullptr ? member(*terms, step) : nullptr;
+  }
+  if (terms == nullptr || !terms->is_array() || terms->empty()) {
+    return false;
+  }
+  // Terms are ORed: each one must pin the label, with `In` and that single value.
+  return std::all_of(terms->begin(), terms->end(), [&](const json& term) {
+    const json* expressions = member(term, "matchExpressions");
+    if (expressions == nullptr || !expressions->is_array()) {
+      return false;
+    }
+    return std::any_of(expressions->begin(), expressions->end(), [&](const json& e) {
+      const json* values = member(e, "values");
+      return stringMember(e, "key") == key && stringMember(e, "operator") == "In" &&
+             values != nullptr && values->is_array() && values->size() == 1 &&
+             (*values)[0] == value;
+    });
+  });
+}
+
+const NodePoolProfile* pickProfile(const json& spec, const WebhookPolicy& policy) {
+  for (const NodePoolProfile& profile : policy.profiles) {
+    const bool match = std::all_of(
+        profile.node_selector.begin(), profile.node_selector.end(),
+        [&spec](const auto& label) { return pinnedToLabel(spec, label.first, label.second); });
+    if (match) {
+      return &profile;
+    }
+  }
+  return nullptr;
+}
+
+// Cluster env, then the profile's by name, then the pod-network interface.
+std::vector<PolicyEnvVar> envFor(const json& spec, const NodePoolProfile* profile,
+                                 const WebhookPolicy& policy) {
+  std::vector<PolicyEnvVar> env = policy.env;
+  const auto set = [&env](const PolicyEnvVar& var) {
+    auto it = std::find_if(env.begin(), env.end(),
+                           [&var](const PolicyEnvVar& e) { return e.name == var.name; });
+    if (it == env.end()) {
+      env.push_back(var);
+    } else {
+      it->value = var.value;
+    }
+  };
+  if (profile != nullptr) {
+    std::for_each(profile->env.begin(), profile->env.end(), set);
+  }
+  const json* host_network = member(spec, "hostNetwork");
+  const bool on_host_network = host_network != nullptr && *host_network == true;
+  const bool has_ifname = std::any_of(
+      env.begin(), env.end(), [](const PolicyEnvVar& e) { return e.name == kSocketIfname; });
+  if (!on_host_network && !has_ifname && !policy.pod_network_socket_ifname.empty()) {
+    env.push_back({kSocketIfname, policy.pod_network_socket_ifname});
+  }
+  return env;
+}
+
+const json* envEntry(const json& container, const std::string& name) {
+  const json* env = member(container, "env");
+  if (env == nullptr || !env->is_array()) {
+    return nullptr;
+  }
+  auto it = std::find_if(env->begin(), env->end(),
+                         [&name](const json& e) { return stringMember(e, "name") == name; });
+  return it == env->end() ? nullptr : &*it;
+}
+
+// The added names, in policy order.
+std::vector<std::string> addEnv(json& container, const std::vector<PolicyEnvVar>& env) {
+  std::vector<std::string> added;
+  for (const PolicyEnvVar& var : env) {
+    if (envEntry(container, var.name) == nullptr) {
+      arrayMember(container, "env").push_back({{"name", var.name}, {"value", var.value}});
+      added.push_back(var.name);
+    }
+  }
+  return added;
+}
+
+bool addIpcLock(json& container) {
+  const json* context = member(container, "securityContext");
+  if (context != nullptr && member(*context, "privileged") != nullptr &&
+      (*context)["privileged"] == true) {
+    return false;
+  }
+  const json* capabilities = context != nullptr ? member(*context, "capabilities") : nullptr;
+  for (const char* list : {"add", "drop"}) {
+    const json* names = capabilities != nullptr ? member(*capabilities, list) : nullptr;
+    // Present already, granted by ALL, or dropped on purpose: the user decided.
+    if (names != nullptr && names->is_array() &&
+        std::any_of(names->begin(), names->end(), [](const json& n) {
+          return n == "IPC_LOCK" || n == "CAP_IPC_LOCK" || n == "ALL";
+        })) {
+      return false;
+    }
+  }
+  arrayMember(container["securityContext"]["capabilities"], "add").push_back("IPC_LOCK");
+  return true;
+}
+
+bool mountsShm(const json& container) {
+  const json* mounts = member(container, "volumeMounts");
+  if (mounts == nullptr || !mounts->is_array()) {
+    return false;
+  }
+  return std::any_of(mounts->begin(), mounts->end(), [](const json& m) {
+    const std::string path = stringMember(m, "mountPath");
+    return path == kShmPath || path == "/dev/shm/" || path == "/dev" || path == "/dev/";
+  });
+}
+
+bool isOurShmVolume(const json& volume) {
+  const json* empty_dir = member(volume, "emptyDir");
+  return empty_dir != nullptr && stringMember(*empty_dir, "medium") == "Memory";
+}
+
+// The name of the shm volume to mount: ours if a previous pass added it, otherwise a name no
+// volume of the pod uses. Adds the volume when it is not there yet.
+std::string ensureShmVolume(json& spec, const std::string& size_limit) {
+  json& volumes = arrayMember(spec, "volumes");
+  for (int suffix = 0;; ++suffix) {
+    const std::string name =
+        suffix == 0 ? kShmVolumeName : std::string(kShmVolumeName) + "-" + std::to_string(suffix);
+    auto it = std::find_if(volumes.begin(), volumes.end(),
+                           [&name](const json& v) { return stringMember(v, "name") == name; });
+    if (it == volumes.end()) {
+      volumes.push_back(
+          {{"name", name}, {"emptyDir", {{"medium", "Memory"}, {"sizeLimit", size_limit}}}});
+      return name;
+    }
+    if (isOurShmVolume(*it)) {
+      return name;
+    }
+  }
+}
+
+// Sum of the memory limits of the containers that run together (regular ones and native
+// sidecars); nullopt when one of them has no limit, since then there is no pod limit.
+std::optional<double> podMemoryLimit(const json& spec) {
+  double total = 0;
+  for (const char* list : {"initContainers", "containers"}) {
+    const json* containers = member(spec, list);
+    if (containers == nullptr || !containers->is_array()) {
+      continue;
+    }
+    for (const json& c : *containers) {
+      if (std::string(list) == "initContainers" && stringMember(c, "restartPolicy") != "Always") {
+        continue;
+      }
+      const json* resources = member(c, "resources");
+      const json* limits = resources != nullptr ? member(*resources, "limits") : nullptr;
+      Result<double> limit =
+          parseQuantity(limits != nullptr ? stringMember(*limits, "memory") : "");
+      if (!limit.ok()) {
+        return std::nullopt;
+      }
+      total += *limit;
+    }
+  }
+  return total;
+}
+
+// The sizeLimit of the memory volume mounted at /dev/shm in `container`, if any.
+std::optional<std::string> shmSizeLimit(const json& spec, const json& container) {
+  const json* mounts = member(container, "volumeMounts");
+  const json* volumes = member(spec, "volumes");
+  if (mounts == nullptr || volumes == nullptr || !mounts->is_array() || !volumes->is_array()) {
+    return std::nullopt;
+  }
+  for (const json& m : *mounts) {
+    if (stringMember(m, "mountPath") != kShmPath) {
+      continue;
+    }
+    for (const json& v : *volumes) {
+      if (stringMember(v, "name") == stringMember(m, "name") && isOurShmVolume(v)) {
+        const std::string limit = stringMember(v["emptyDir"], "sizeLimit");
+        return limit.empty() ? std::nullopt : std::optional<std::string>(limit);
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+void warnAbout(const json& spec, const std::vector<json*>& rdma, std::vector<std::string>& out) {
+  for (const json* c : rdma) {
+    const std::string name = quoted(stringMember(*c, "name"));
+    if (const json* e = envEntry(*c, "NCCL_IB_DISABLE"); e && stringMember(*e, "value") == "1") {
+      out.push_back("container " + name + " sets NCCL_IB_DISABLE=1: NCCL will not use RDMA");
+    }
+    if (const json* e = envEntry(*c, "NCCL_IB_HCA")) {
+      const std::string value = stringMember(*e, "value");
+      const std::string list = value.rfind('^', 0) == 0 ? value.substr(1) : value;
+      if (!list.empty() && list.front() != '=') {
+        out.push_back("container " + name +
+                      ": NCCL_IB_HCA without '=' matches prefixes (mlx5_1 also picks mlx5_10..19)");
+      }
+    }
+  }
+  const std::optional<double> memory = podMemoryLimit(spec);
+  for (const json* c : rdma) {
+    std::optional<std::string> limit = shmSizeLimit(spec, *c);
+    Result<double> bytes = parseQuantity(limit.value_or(""));
+    if (memory && bytes.ok() && *bytes > *memory) {
+      out.push_back("/dev/shm sizeLimit " + *limit +
+                    " is above the pod's memory limit; tmpfs counts as pod memory");
+      break;
+    }
+  }
+}
+
+// Merges this pass's record into the one a previous pass wrote, so nothing recorded is lost.
+json mergeRecord(const json* previous, json record) {
+  if (previous == nullptr || !previous->is_string()) {
+    return record;
+  }
+  json old = json::parse(previous->get<std::string>(), nullptr, false);
+  if (!old.is_object() || !old.contains("containers") || !old["containers"].is_object()) {
+    return record;
+  }
+  for (auto& [name, items] : old["containers"].items()) {
+    json& merged = record["containers"][name];
+    for (const json& item : items) {
+      if (std::find(merged.begin(), merged.end(), item) == merged.end()) {
+        merged.push_back(item);
+      }
+    }
+  }
+  for (const char* key : {"profile", "volume"}) {
+    if (!record.contains(key) && old.contains(key)) {
+      record[key] = old[key];
+    }
+  }
+  return record;
+}
+
+void appendOps(json& patch, json ops) {
+  for (json& op : ops) {
+    patch.push_back(std::move(op));
+  }
+}
+
+MutationResult mutate(const json& pod, const std::string& request_namespace,
+                      const WebhookPolicy& policy) {
+  MutationResult result;
+  const json* metadata = member(pod, "metadata");
+  const json* original_annotations = metadata ? member(*metadata, "annotations") : nullptr;
+  const json no_annotations = json::object();
+  const json& annotations_in = original_annotations ? *original_annotations : no_annotations;
+  std::string ns = metadata ? stringMember(*metadata, "namespace") : "";
+  if (ns.empty()) {
+    ns = request_namespace;
+  }
+  result.skipped = skipReason(annotations_in, ns, policy);
+  const json* original_spec = member(pod, "spec");
+  if (!result.skipped.empty() || original_spec == nullptr) {
+    return result;
+  }
+
+  json spec = *original_spec;
+  json annotations = annotations_in;
+  json record = json::object();
+  Result<std::optional<std::string>> shorthand = applyShorthand(spec, annotations, policy);
+  if (!shorthand.ok()) {
+    result.skipped = "bad shorthand";
+    result.warnings.push_back("pod left unchanged: " + shorthand.error().message);
+    return result;
+  }
+  if (shorthand->has_value()) {
+    result.applied.insert("resources");
+    record["containers"][**shorthand].push_back("resources");
+  }
+
+  std::vector<json*> rdma;
+  for (json* c : containersOf(spec)) {
+    if (rdmaResourceOf(*c, policy)) {
+      rdma.push_back(c);
+    }
+  }
+  if (rdma.empty()) {
+    return result;
+  }
+
+  const NodePoolProfile* profile = pickProfile(spec, policy);
+  const std::vector<PolicyEnvVar> env = envFor(spec, profile, policy);
+  const std::string size_limit =
+      profile && profile->shm_size_limit ? *profile->shm_size_limit : policy.shm_size_limit;
+  for (json* c : rdma) {
+    const std::string name = stringMember(*c, "name");
+    json& items = record["containers"][name];
+    const json* env_from = member(*c, "envFrom");
+    if (env_from != nullptr && env_from->is_array() && !env_from->empty() &&
+        policy.env_from == EnvFromMode::kSkip) {
+      result.warnings.push_back("container " + quoted(name) +
+                                " uses envFrom: policy env not added (envFrom: skip)");
+    } else {
+      for (const std::string& added : addEnv(*c, env)) {
+        result.applied.insert("env");
+        items.push_back("env:" + added);
+      }
+    }
+    if (policy.ipc_lock && addIpcLock(*c)) {
+      result.applied.insert("ipc-lock");
+      items.push_back("ipc-lock");
+    }
+    if (policy.shm && !mountsShm(*c)) {
+      const std::string volume = ensureShmVolume(spec, size_limit);
+      arrayMember(*c, "volumeMounts").push_back({{"name", volume}, {"mountPath", kShmPath}});
+      result.applied.insert("shm");
+      items.push_back("shm");
+      record["volume"] = volume;
+    }
+    if (items.empty()) {
+      record["containers"].erase(name);
+    }
+  }
+  for (const auto& [key, value] : policy.annotations) {
+    if (!annotations.contains(key)) {
+      annotations[key] = value;
+      result.applied.insert("annotations");
+      record["annotations"].push_back(key);
+    }
+  }
+  warnAbout(spec, rdma, result.warnings);
+  if (result.applied.empty()) {
+    return result; // everything was there already: no patch, not even the record
+  }
+  if (profile != nullptr) {
+    record["profile"] = profile->name;
+  }
+  annotations[kInjectedAnnotation] =
+      mergeRecord(member(annotations_in, kInjectedAnnotation), std::move(record)).dump();
+
+  // Only spec and the annotations change, so diffing those is the whole diff (and skips the
+  // large metadata.managedFields). json::diff adds missing members as whole values, appends
+  // with "/-", escapes keys with ~0/~1 and replaces only paths that exist.
+  if (original_annotations != nullptr) {
+    appendOps(result.patch,
+              json::diff(*original_annotations, annotations, "/metadata/annotations"));
+  } else if (metadata != nullptr) {
+    result.patch.push_back(
+        {{"op", "add"}, {"path", "/metadata/annotations"}, {"value", annotations}});
+  } else {
+    result.patch.push_back(
+        {{"op", "add"}, {"path", "/metadata"}, {"value", {{"annotations", annotations}}}});
+  }
+  appendOps(result.patch, json::diff(*original_spec, spec, "/spec"));
+  return result;
+}
+
+} // namespace
+
+MutationResult mutatePod(const json& pod, const std::string& request_namespace,
+                         const WebhookPolicy& policy) {
+  try {
+    return mutate(pod, request_namespace, policy);
+  } catch (const json::exception& e) {
+    // A pod the API server decoded always has the shapes read above; anything else is left alone.
+    MutationResult result;
+    result.skipped = "malformed pod";
+    result.warnings.push_back(std::string("pod left unchanged: unexpected shape: ") + e.what());
+    return result;
+  }
+}
+
+} // namespace kube_rdma

@@ -1,0 +1,41 @@
+#pragma once
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/webhook_policy.h"
+
+// The pure core of rdma-webhook: a pod and the policy in, an RFC 6902 patch and warnings out.
+// No I/O, no clock, no globals; the same input always gives the same output.
+namespace kube_rdma {
+
+// Pod annotations the webhook reads and writes (DESIGN.md).
+inline constexpr const char* kRdmaAnnotation = "kube-rdma.io/rdma";
+inline constexpr const char* kRdmaContainerAnnotation = "kube-rdma.io/rdma-container";
+inline constexpr const char* kInjectAnnotation = "kube-rdma.io/inject";
+inline constexpr const char* kInjectedAnnotation = "kube-rdma.io/injected";
+inline constexpr const char* kMirrorAnnotation = "kubernetes.io/config.mirror";
+// The base name of the /dev/shm volume; a suffix is added when a pod already uses it otherwise.
+inline constexpr const char* kShmVolumeName = "kube-rdma-shm";
+
+struct MutationResult {
+  // RFC 6902 operations; an empty array when the pod is left as it is.
+  nlohmann::json patch = nlohmann::json::array();
+  std::vector<std::string> warnings;
+  // Kinds of change made: "resources", "ipc-lock", "shm", "env", "annotations".
+  std::set<std::string> applied;
+  // Why the pod was not considered (mirror pod, opted out, namespace, bad shorthand); empty
+  // otherwise, including for pods that asked for no RDMA.
+  std::string skipped;
+};
+
+// Applies `policy` to `pod` (the AdmissionReview's request.object). `request_namespace` is used
+// when the pod's metadata has no namespace (controllers create pods without one). Never throws:
+// a pod of an unexpected shape is left unchanged with a warning.
+MutationResult mutatePod(const nlohmann::json& pod, const std::string& request_namespace,
+                         const WebhookPolicy& policy);
+
+} // namespace kube_rdma

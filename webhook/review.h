@@ -1,0 +1,27 @@
+#pragma once
+
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/webhook_policy.h"
+
+// One admission call from body to reply, without HTTP: decode, mutate pods on CREATE, encode.
+namespace kube_rdma {
+
+struct ReviewOutcome {
+  int http_status = 200;
+  std::string body; // the AdmissionReview reply, or the reason for a 400
+  // For metrics: "mutated", "unchanged" (an RDMA-less pod or nothing missing), "skipped" (opted
+  // out, mirror, namespace, bad shorthand), "ignored" (not a pod CREATE), "bad_request".
+  std::string outcome;
+  std::string uid;
+  std::string skipped; // the mutator's reason, for the log
+  std::set<std::string> applied;
+  std::vector<std::string> warnings;
+};
+
+ReviewOutcome reviewAdmission(std::string_view body, const WebhookPolicy& policy);
+
+} // namespace kube_rdma
