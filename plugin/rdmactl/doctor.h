@@ -1,0 +1,58 @@
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/device_model.h"
+#include "common/nccl_settings.h"
+
+// rdmactl doctor: the guide's node checks as pure functions over facts gathered at the edge
+// (main.cc), so every verdict is testable without the host.
+namespace kube_rdma {
+
+enum class Verdict { kOk, kWarn, kFail };
+std::string toString(Verdict verdict); // "ok", "warn", "FAIL"
+
+struct Check {
+  std::string name; // "ports-active"
+  Verdict verdict = Verdict::kOk;
+  std::string detail; // what was found
+  std::string hint;   // what to do about it; empty when ok
+};
+
+// Limits of the current process.
+struct ProcessFacts {
+  std::optional<uint64_t> memlock_bytes; // RLIMIT_MEMLOCK soft limit; nullopt = unlimited
+  bool cap_ipc_lock = false;             // in the effective set
+  std::optional<uint64_t> shm_bytes;     // size of /dev/shm; nullopt = not mounted
+};
+
+struct DoctorInput {
+  const NodeTopology* topology = nullptr;
+  std::string dev_root;
+  std::set<std::string> uverbs_nodes; // names present under <dev_root>/infiniband
+  ProcessFacts process;
+  NcclEnv nccl_env;                    // the process's NCCL_* variables
+  std::vector<std::string> interfaces; // netdev names of the node
+};
+
+// In this order: rdma-devices, ports-active, roce-gids, uverbs-nodes, memlock, dev-shm, then
+// nccl-env (always), and nccl-ib-disable, nccl-ib-hca, nccl-ib-gid-index, nccl-socket-ifname
+// when those variables are set.
+std::vector<Check> runDoctor(const DoctorInput& input);
+
+bool anyFailed(const std::vector<Check>& checks);
+std::string renderChecksText(const std::vector<Check>& checks);
+std::string renderChecksJson(const std::vector<Check>& checks);
+
+// Thresholds: below kShmFailBytes NCCL's shared-memory transport fails to extend /dev/shm (the
+// container default is 64 MiB); below kShmWarnBytes large jobs may; a finite RLIMIT_MEMLOCK
+// without CAP_IPC_LOCK below kMemlockFailBytes cannot pin NCCL's buffers.
+constexpr uint64_t kShmFailBytes = 256ull << 20;
+constexpr uint64_t kShmWarnBytes = 1ull << 30;
+constexpr uint64_t kMemlockFailBytes = 1ull << 30;
+
+} // namespace kube_rdma

@@ -1,0 +1,181 @@
+// rdmactl: node troubleshooting (ibdev2netdev, show_gids, the node's NCCL settings, doctor).
+// This file gathers the facts (discovery, environment, process limits, device nodes) and prints;
+// the logic lives in views.cc and doctor.cc.
+#include <algorithm>
+#include <cstdlib>
+#include <dirent.h>
+#include <iostream>
+#include <string>
+#include <sys/resource.h>
+#include <sys/statvfs.h>
+#include <vector>
+
+#include "common/log.h"
+#include "common/plugin_config.h"
+#include "common/sysfs_attributes.h"
+#include "common/verbs_discovery.h"
+#include "plugin/rdmactl/cli.h"
+#include "plugin/rdmactl/doctor.h"
+#include "plugin/rdmactl/views.h"
+
+extern char** environ;
+
+namespace kube_rdma {
+namespace {
+
+constexpr size_t kMaxConfigBytes = 1 << 20;
+constexpr int kCapIpcLock = 14;
+
+std::vector<std::string> listNames(const std::string& dir) {
+  std::vector<std::string> names;
+  if (DIR* d = ::opendir(dir.c_str())) {
+    while (const dirent* e = ::readdir(d)) {
+      const std::string name = e->d_name;
+      if (name != "." && name != "..") {
+        names.push_back(name);
+      }
+    }
+    ::closedir(d);
+  }
+  return names;
+}
+
+NetdevStates readNetdevStates(const std::string& sysfs_root, const NodeTopology& topo) {
+  NetdevStates states;
+  for (const auto& d : topo.devices) {
+    for (const auto& p : d.ports) {
+      if (p.netdev.empty()) {
+        continue;
+      }
+      auto oper = readAttribute(sysfs_root + "/class/net/" + p.netdev + "/operstate");
+      states[p.netdev] = oper ? (*oper == "up" ? "Up" : "Down") : "Unknown";
+    }
+  }
+  return states;
+}
+
+// The current process: its memlock limit, CAP_IPC_LOCK and /dev/shm (always the process's own,
+// whatever the roots point at: these are limits of whoever runs NCCL here).
+ProcessFacts readProcessFacts() {
+  ProcessFacts facts;
+  rlimit lim{};
+  if (::getrlimit(RLIMIT_MEMLOCK, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY) {
+    facts.memlock_bytes = lim.rlim_cur;
+  }
+  if (auto status = readAttribute("/proc/self/status", kMaxConfigBytes)) {
+    const size_t pos = status->find("CapEff:");
+    if (pos != std::string::npos) {
+      const uint64_t caps = std::strtoull(status->c_str() + pos + 7, nullptr, 16);
+      facts.cap_ipc_lock = (caps >> kCapIpcLock) & 1;
+    }
+  }
+  struct statvfs vfs {};
+  if (::statvfs("/dev/shm", &vfs) == 0) {
+    facts.shm_bytes = static_cast<uint64_t>(vfs.f_blocks) * vfs.f_frsize;
+  }
+  return facts;
+}
+
+NcclEnv ncclEnvironment() {
+  NcclEnv env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string entry = *e;
+    const size_t eq = entry.find('=');
+    if (entry.rfind("NCCL_", 0) == 0 && eq != std::string::npos) {
+      env.emplace_back(entry.substr(0, eq), entry.substr(eq + 1));
+    }
+  }
+  std::sort(env.begin(), env.end());
+  return env;
+}
+
+Result<PluginConfig> loadConfig(const std::string& path) {
+  if (path.empty()) {
+    return defaultPluginConfig();
+  }
+  auto text = readAttribute(path, kMaxConfigBytes);
+  if (!text) {
+    return text.error();
+  }
+  auto config = parsePluginConfig(*text);
+  if (!config) {
+    return makeError(path + ": " + config.error().message);
+  }
+  return config;
+}
+
+int fail(const std::string& message) {
+  std::cerr << "rdmactl: " << message << "\n";
+  return 2;
+}
+
+int run(const RdmactlOptions& opts) {
+  Logger logger(std::cerr, LogFormat::kText,
+                opts.command == RdmactlCommand::kDoctor ? LogLevel::kInfo : LogLevel::kWarn);
+  const NodeTopology topo = discoverNode({opts.sysfs_root, opts.proc_root}, logger);
+  for (const auto& w : topo.warnings) {
+    std::cerr << "rdmactl: warning: " << w.path << ": " << w.message << "\n";
+  }
+  switch (opts.command) {
+  case RdmactlCommand::kDevices: {
+    const auto states = readNetdevStates(opts.sysfs_root, topo);
+    std::cout << (opts.json ? renderDevicesJson(topo, states) : renderDevicesText(topo, states));
+    return 0;
+  }
+  case RdmactlCommand::kGids: {
+    auto rows = gidRows(topo, opts.device);
+    if (!rows) {
+      return fail(rows.error().message);
+    }
+    std::cout << (opts.json ? renderGidsJson(*rows) : renderGidsText(*rows));
+    return 0;
+  }
+  case RdmactlCommand::kNcclEnv: {
+    auto config = loadConfig(opts.config);
+    if (!config) {
+      return fail(config.error().message);
+    }
+    auto settings = poolNcclEnv(topo, *config, opts.pool);
+    if (!settings) {
+      return fail(settings.error().message);
+    }
+    auto text = opts.json ? renderNcclEnvJson(*settings) : renderNcclConf(settings->env);
+    if (!text) {
+      return fail(text.error().message);
+    }
+    std::cout << *text;
+    return 0;
+  }
+  case RdmactlCommand::kDoctor: {
+    DoctorInput input;
+    input.topology = &topo;
+    input.dev_root = opts.dev_root;
+    for (const auto& n : listNames(opts.dev_root + "/infiniband")) {
+      input.uverbs_nodes.insert(n);
+    }
+    input.process = readProcessFacts();
+    input.nccl_env = ncclEnvironment();
+    input.interfaces = listNames(opts.sysfs_root + "/class/net");
+    std::sort(input.interfaces.begin(), input.interfaces.end());
+    const auto checks = runDoctor(input);
+    std::cout << (opts.json ? renderChecksJson(checks) : renderChecksText(checks));
+    return anyFailed(checks) ? 1 : 0;
+  }
+  case RdmactlCommand::kHelp:
+    break;
+  }
+  std::cout << rdmactlUsage();
+  return 0;
+}
+
+} // namespace
+} // namespace kube_rdma
+
+int main(int argc, char** argv) {
+  auto opts = kube_rdma::parseRdmactlArgs(std::vector<std::string>(argv + 1, argv + argc));
+  if (!opts) {
+    std::cerr << "rdmactl: " << opts.error().message << "\n\n" << kube_rdma::rdmactlUsage();
+    return 2;
+  }
+  return kube_rdma::run(*opts);
+}
