@@ -4,10 +4,21 @@
 # certificates for the static-certs overlay, then runs validate.mjs over every overlay, the
 # examples and the matchCondition cases. Exit 77 (ctest: skipped) only when npm cannot be used.
 #
-# Usage: run.sh SOURCE_DIR CACHE_DIR
+# With the built programs and the fixture directory, validate.mjs also starts rdma-device-plugin
+# and rdma-webhook as the rendered manifests do.
+#
+# Usage: run.sh SOURCE_DIR CACHE_DIR [PLUGIN_BIN WEBHOOK_BIN FIXTURES_DIR]
 set -euo pipefail
 src=$(cd "${1:?source dir}" && pwd)
 cache=${2:?cache dir}
+programs=()
+if [[ $# -ge 5 ]]; then
+  for f in "$3" "$4"; do
+    [[ -x "$f" ]] || { echo "FAIL $f is not built (build everything before ctest)"; exit 1; }
+  done
+  [[ -d "$5/a100-roce" ]] || { echo "FAIL no fixtures in $5 (cmake --build <dir> --target fixtures)"; exit 1; }
+  programs=(--plugin "$3" --webhook "$4" --fixtures "$5")
+fi
 here="$src/test/manifests"
 
 skip() { echo "skipped: $*"; exit 77; }
@@ -42,4 +53,4 @@ cp -r "$src/manifests" "$work/manifests"
 cp -r "$src/examples" "$work/examples"
 
 node "$cache/validate.mjs" --manifests "$work/manifests" --examples "$work/examples" \
-  --cases "$here/match-conditions.yaml"
+  --cases "$here/match-conditions.yaml" "${programs[@]}"

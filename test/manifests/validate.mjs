@@ -14,9 +14,18 @@
 // Besides, every name an object refers to (ConfigMap, Secret, ServiceAccount, Service and its
 // ports, Issuer, the CA injection source) must exist in the same render.
 //
+// With --plugin, --webhook and --fixtures, it also starts the built rdma-device-plugin (on a
+// fixture node) and rdma-webhook exactly as each rendered DaemonSet and Deployment starts them,
+// and checks that their probes pass and that they stop cleanly on SIGTERM.
+//
 // Usage: node validate.mjs --manifests DIR --examples DIR --cases FILE
-import { execFileSync } from "node:child_process";
-import { existsSync, readFileSync, readdirSync, statSync } from "node:fs";
+//                          [--plugin BIN --webhook BIN --fixtures DIR]
+import { execFileSync, spawn } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { get as httpGet } from "node:http";
+import { get as httpsGet } from "node:https";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseAllDocuments, parse as parseYaml } from "yaml";
@@ -27,16 +36,19 @@ const here = dirname(fileURLToPath(import.meta.url));
 
 function parseArgs(argv) {
   const args = {};
+  const known = ["manifests", "examples", "cases", "plugin", "webhook", "fixtures"];
   for (let i = 0; i < argv.length; i += 2) {
     const key = argv[i].replace(/^--/, "");
-    if (!["manifests", "examples", "cases"].includes(key) || argv[i + 1] === undefined) {
-      throw new Error(`usage: validate.mjs --manifests DIR --examples DIR --cases FILE (got ${argv[i]})`);
+    if (!known.includes(key) || argv[i + 1] === undefined) {
+      throw new Error(`usage: validate.mjs --manifests DIR --examples DIR --cases FILE [--plugin BIN --webhook BIN --fixtures DIR] (got ${argv[i]})`);
     }
     args[key] = resolve(argv[i + 1]);
   }
   for (const key of ["manifests", "examples", "cases"]) {
     if (!args[key]) throw new Error(`missing --${key}`);
   }
+  const programs = ["plugin", "webhook", "fixtures"].filter((k) => args[k]);
+  if (programs.length !== 0 && programs.length !== 3) throw new Error("--plugin, --webhook and --fixtures go together");
   return args;
 }
 
@@ -351,6 +363,175 @@ function wouldSend(conditions, pod) {
   return { send, errors };
 }
 
+// ---- the programs, started as the manifests start them --------------------------------------
+
+// The container's view of the host for the device plugin: the fixture node instead of the
+// machine running the test (no test reads the host's /sys).
+function hostPathFor(path, fixture, scratch) {
+  const fromFixture = { "/sys": "sys", "/dev/infiniband": "dev/infiniband" }[path];
+  return fromFixture ? join(fixture, fromFixture) : mkdtempSync(join(scratch, "hostpath-"));
+}
+
+function freePort() {
+  return new Promise((ok, fail) => {
+    const server = createServer();
+    server.once("error", fail);
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address();
+      server.close(() => ok(port));
+    });
+  });
+}
+
+function probeOnce(url) {
+  return new Promise((ok) => {
+    const get = url.startsWith("https:") ? httpsGet : httpGet;
+    // Like the kubelet: HTTPS probes do not verify the serving certificate.
+    const req = get(url, { rejectUnauthorized: false, timeout: 1000 }, (res) => {
+      res.resume();
+      ok(res.statusCode >= 200 && res.statusCode < 400);
+    });
+    req.on("error", () => ok(false));
+    req.on("timeout", () => req.destroy());
+  });
+}
+
+async function untilTrue(fn, deadlineMs, stop) {
+  const end = Date.now() + deadlineMs;
+  while (Date.now() < end && !stop()) {
+    if (await fn()) return true;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return false;
+}
+
+// Starts the workload's first container the way its manifest says (command, args, env, mounts
+// mapped to local directories, ports to free local ports), waits for its liveness and readiness
+// probes to pass, then sends SIGTERM and expects a clean exit within the pod's grace period.
+async function runAsManifested(workload, objects, programs, fixture, scratch) {
+  const problems = [];
+  const pod = workload.spec.template.spec;
+  const c = pod.containers[0];
+  const program = programs[c.command?.[0]];
+  if (!program) return [`no built program for command ${JSON.stringify(c.command)}`];
+
+  const mounts = new Map();
+  for (const m of c.volumeMounts ?? []) {
+    const volume = (pod.volumes ?? []).find((v) => v.name === m.name);
+    let local;
+    if (volume?.hostPath) {
+      local = hostPathFor(volume.hostPath.path, fixture, scratch);
+    } else if (volume?.configMap || volume?.secret) {
+      const kind = volume.configMap ? "ConfigMap" : "Secret";
+      const name = volume.configMap ? volume.configMap.name : volume.secret.secretName;
+      const source = objects.find((o) => o.kind === kind && o.metadata?.name === name);
+      if (!source) return [`volume ${m.name}: no ${kind} ${name} in this render`];
+      local = mkdtempSync(join(scratch, "volume-"));
+      for (const [key, value] of Object.entries(source.data ?? {})) {
+        writeFileSync(join(local, key), kind === "Secret" ? Buffer.from(value, "base64") : value);
+      }
+    } else {
+      return [`volume ${m.name}: kind not handled by this test`];
+    }
+    mounts.set(m.mountPath, local);
+  }
+  // Paths the container reads from its own root rather than a volume.
+  const ownRoot = { "/proc": join(fixture, "proc") };
+
+  const env = { "spec.nodeName": "node-1", "status.podIP": "127.0.0.1" };
+  const vars = Object.fromEntries((c.env ?? []).map((e) => [e.name, e.value ?? env[e.valueFrom?.fieldRef?.fieldPath]]));
+  const ports = new Map();
+  for (const p of c.ports ?? []) ports.set(p.containerPort, await freePort());
+
+  // A path at or under a mount maps into it; a path above mounts (--dev-root=/host/dev over
+  // /host/dev/infiniband) becomes a directory that holds just those mounts.
+  const localPath = (path) => {
+    const match = [...mounts.keys(), ...Object.keys(ownRoot)]
+      .filter((prefix) => path === prefix || path.startsWith(`${prefix}/`))
+      .sort((a, b) => b.length - a.length)[0];
+    if (match) return (mounts.get(match) ?? ownRoot[match]) + path.slice(match.length);
+    const below = [...mounts.keys()].filter((m) => m.startsWith(`${path}/`));
+    if (below.length === 0) return path;
+    const dir = mkdtempSync(join(scratch, "parent-"));
+    for (const m of below) {
+      const link = join(dir, m.slice(path.length + 1));
+      mkdirSync(dirname(link), { recursive: true });
+      symlinkSync(mounts.get(m), link);
+    }
+    return dir;
+  };
+  const args = (c.args ?? []).map((arg) => {
+    const expanded = arg.replace(/\$\((\w+)\)/g, (_, name) => vars[name] ?? "");
+    const m = /^(--[\w-]+=)(.*)$/.exec(expanded);
+    if (!m) return expanded;
+    let value = m[2];
+    const port = /^(.*):(\d+)$/.exec(value);
+    if (value.startsWith("/")) value = localPath(value);
+    else if (port && ports.has(Number(port[2]))) value = `${port[1] || "127.0.0.1"}:${ports.get(Number(port[2]))}`;
+    return m[1] + value;
+  });
+
+  const child = spawn(program, args, { stdio: ["ignore", "pipe", "pipe"] });
+  let output = "";
+  child.stdout.on("data", (d) => (output += d));
+  child.stderr.on("data", (d) => (output += d));
+  let exited = null;
+  const exit = new Promise((ok) => child.on("exit", (code, signal) => ok((exited = { code, signal }))));
+
+  for (const [kind, probe] of [["liveness", c.livenessProbe], ["readiness", c.readinessProbe]]) {
+    if (!probe?.httpGet) continue;
+    const named = (c.ports ?? []).find((p) => p.name === probe.httpGet.port);
+    const containerPort = named ? named.containerPort : probe.httpGet.port;
+    const url = `${(probe.httpGet.scheme ?? "HTTP").toLowerCase()}://127.0.0.1:${ports.get(containerPort)}${probe.httpGet.path}`;
+    // A generous deadline to start up, not a speed check.
+    if (!(await untilTrue(() => probeOnce(url), 20000, () => exited !== null))) {
+      problems.push(`${kind} probe ${probe.httpGet.path} on port ${probe.httpGet.port} never passed${exited ? " (the program exited)" : ""}`);
+    }
+  }
+  const stopped = exited === null;
+  if (stopped) child.kill("SIGTERM");
+  const grace = (pod.terminationGracePeriodSeconds ?? 30) * 1000;
+  const result = await Promise.race([exit, new Promise((ok) => setTimeout(() => ok(null), grace))]);
+  if (result === null) {
+    child.kill("SIGKILL");
+    problems.push(`still running ${grace / 1000} s (terminationGracePeriodSeconds) after SIGTERM`);
+  } else if (result.code !== 0) {
+    problems.push(`exited with ${result.code ?? result.signal}${stopped ? " after SIGTERM" : " on its own"}`);
+  }
+  if (problems.length) problems.push(`command: ${program} ${args.join(" ")}`, ...output.trim().split("\n").slice(-8));
+  return problems;
+}
+
+// Each distinct workload (its container, volumes and the data they mount) of every overlay, run
+// once. The serving certificate that cert-manager would issue comes from the static-certs render
+// (made by scripts/gen-webhook-certs.sh).
+async function runPrograms(rendered, args) {
+  const programs = { "/usr/bin/rdma-device-plugin": args.plugin, "/usr/bin/rdma-webhook": args.webhook };
+  const fixture = join(args.fixtures, "a100-roce");
+  const secrets = rendered.flatMap((r) => r.objects.filter((o) => o.kind === "Secret"));
+  const seen = new Set();
+  for (const { label, objects } of rendered) {
+    const withSecrets = [...objects, ...secrets.filter((s) => !objects.some((o) => o.kind === "Secret" && o.metadata?.name === s.metadata?.name))];
+    for (const w of objects.filter((o) => o.kind === "DaemonSet" || o.kind === "Deployment")) {
+      const pod = w.spec.template.spec;
+      const data = (pod.volumes ?? []).map((v) => {
+        const name = v.configMap?.name ?? v.secret?.secretName;
+        return withSecrets.find((o) => (o.kind === "ConfigMap" || o.kind === "Secret") && o.metadata?.name === name)?.data ?? null;
+      });
+      const key = canonical({ c: pod.containers[0], v: pod.volumes, data, t: pod.terminationGracePeriodSeconds });
+      if (seen.has(key)) continue;
+      seen.add(key);
+      const scratch = mkdtempSync(join(tmpdir(), "kube-rdma-manifests-"));
+      try {
+        const problems = await runAsManifested(w, withSecrets, programs, fixture, scratch);
+        check(`${label}: ${w.kind} ${w.metadata.name} starts as manifested, passes its probes, stops on SIGTERM`, problems);
+      } finally {
+        rmSync(scratch, { recursive: true, force: true });
+      }
+    }
+  }
+}
+
 // ---- main -----------------------------------------------------------------------------------
 
 async function main() {
@@ -376,9 +557,11 @@ async function main() {
   );
 
   let mwcConditions = null;
+  const rendered = [];
   for (const dir of overlays) {
     const label = relative(resolve(args.manifests, ".."), dir);
     const { objects, problems } = render(dir, label);
+    rendered.push({ label, objects });
     for (const obj of objects) {
       problems.push(...(await validateObject(obj)).map((p) => `${idOf(obj)}: ${p}`));
     }
@@ -395,6 +578,8 @@ async function main() {
     check("matchConditions found", ["no MutatingWebhookConfiguration with matchConditions was rendered"]);
     mwcConditions = [];
   }
+
+  if (args.plugin) await runPrograms(rendered, args);
 
   // Pods the webhook must or must not receive.
   const cases = parseYaml(readFileSync(args.cases, "utf8"));
