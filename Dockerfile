@@ -11,7 +11,8 @@ WORKDIR /src
 COPY scripts/setup.sh scripts/setup.sh
 RUN scripts/setup.sh && rm -rf /var/lib/apt/lists/*
 COPY . .
-RUN cmake -S . -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release -DKUBE_RDMA_TESTS=OFF \
+# The build type scripts/build.sh and CI use (-O2); the binaries are stripped below.
+RUN cmake -S . -B /build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKUBE_RDMA_TESTS=OFF \
  && cmake --build /build -j"$(nproc)" --target rdma-device-plugin rdma-webhook rdmactl
 # The stripped binaries, and the packages that own the shared libraries they link. libibverbs
 # loads its hardware drivers (libmlx5, ...) with dlopen(), which ldd cannot see: hence
