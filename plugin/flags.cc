@@ -36,7 +36,7 @@ Result<PluginFlags> parsePluginFlags(const std::vector<std::string>& args) {
       return Ok{};
     });
   };
-  auto duration = [](std::chrono::milliseconds& field) {
+  auto duration = [](std::optional<std::chrono::milliseconds>& field) {
     return Setter([&field](const std::string& v) -> Status {
       auto parsed = parseDuration(v);
       if (!parsed) {
@@ -123,8 +123,10 @@ std::string pluginUsage() {
   --metrics-address H:P      serve /metrics and /healthz (default: off)
   --node-name NAME           for logs
   --log-format text|json     default text
-  --resend-interval D        ListAndWatch full re-send period (default 30s)
-  --health-interval D        port state / device node re-read period (default 250ms)
+  --resend-interval D        ListAndWatch full re-send period (default: the config's
+                             resend_interval_seconds, 30s)
+  --health-interval D        port state / device node re-read period (default: the config's
+                             health_poll_ms, 500ms)
   --cdi                      write a CDI spec and return cdi_devices in Allocate
   --cdi-dir DIR              default /var/run/cdi
 )";

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,9 +23,11 @@ struct PluginFlags {
   std::string node_name;
   LogFormat log_format = LogFormat::kText;
   // Every ListAndWatch stream re-sends the full list this often, so a lost update heals.
-  std::chrono::milliseconds resend_interval{std::chrono::seconds(30)};
+  // Unset: the config's resend_interval_seconds (30 s by default).
+  std::optional<std::chrono::milliseconds> resend_interval;
   // How often port states and device nodes are re-read (sysfs attributes do not notify).
-  std::chrono::milliseconds health_interval{250};
+  // Unset: the config's health_poll_ms (500 ms by default).
+  std::optional<std::chrono::milliseconds> health_interval;
   bool cdi = false;
   std::string cdi_dir = "/var/run/cdi";
   bool help = false;

@@ -27,8 +27,9 @@ public:
     message.mutable_options()->set_get_preferred_allocation_available(
         request.preferred_allocation_available);
     grpc::ClientContext context;
+    // Fail fast when the socket is not there yet: kubelet.sock's creation event retries at once,
+    // whereas waiting for ready would sit in gRPC's reconnect backoff.
     context.set_deadline(std::chrono::system_clock::now() + timeout_);
-    context.set_wait_for_ready(true);
     v1beta1::Empty reply;
     const grpc::Status status = stub->Register(&context, message, &reply);
     if (!status.ok()) {

@@ -24,27 +24,27 @@ std::string exclusiveId(const RdmaDevice& device) {
 
 } // namespace
 
-std::vector<std::string> PoolInventory::hcas() const {
-  std::vector<std::string> out;
-  for (const auto& p : ports) {
-    if (std::find(out.begin(), out.end(), p.device) == out.end()) {
-      out.push_back(p.device);
-    }
+std::string cdiKind(const std::string& resource_name) {
+  std::string kind = "kube-rdma.io/";
+  for (const char c : resource_name) {
+    kind += (c == '/' || c == '.') ? '_' : c;
   }
-  return out;
+  return kind;
 }
 
-bool hcaUsable(const PoolInventory& pool, const NodeHealthView& node, const std::string& hca) {
+bool hcaUsable(const NodePool& pool, const NodeHealthView& node, const std::string& hca) {
   const RdmaDevice* device = node.topology ? node.topology->findDevice(hca) : nullptr;
   if (!device || device->uverbs.empty() || !node.uverbs_present.count(device->uverbs)) {
     return false;
   }
-  for (const auto& p : pool.ports) {
-    if (p.device != hca) {
+  for (const auto& pool_hca : pool.hcas) {
+    if (pool_hca.device != hca) {
       continue;
     }
     for (const auto& port : device->ports) {
-      if (port.number == p.port && port.active()) {
+      const bool in_pool = std::find(pool_hca.ports.begin(), pool_hca.ports.end(), port.number) !=
+                           pool_hca.ports.end();
+      if (in_pool && port.active()) {
         return true;
       }
     }
@@ -52,13 +52,14 @@ bool hcaUsable(const PoolInventory& pool, const NodeHealthView& node, const std:
   return false;
 }
 
-std::vector<PluginDevice> poolDevices(const PoolInventory& pool, const NodeHealthView& node) {
+std::vector<PluginDevice> poolDevices(const NodePool& pool, const NodeHealthView& node) {
   std::vector<PluginDevice> out;
-  const auto hcas = pool.hcas();
-  if (!pool.exclusive) {
+  const auto hcas = pool.deviceNames();
+  if (pool.spec.mode == PoolMode::kShared) {
     const bool any = std::any_of(hcas.begin(), hcas.end(),
                                  [&](const auto& h) { return hcaUsable(pool, node, h); });
-    for (uint32_t i = 0; i < pool.shared_count; ++i) {
+    const uint32_t count = sharedDeviceCount(pool.spec, hcas.size());
+    for (uint32_t i = 0; i < count; ++i) {
       out.push_back({std::to_string(i), any, std::nullopt});
     }
     return out;
@@ -73,9 +74,9 @@ std::vector<PluginDevice> poolDevices(const PoolInventory& pool, const NodeHealt
   return out;
 }
 
-ContainerAllocation buildAllocation(const PoolInventory& pool, const NodeTopology& topology,
+ContainerAllocation buildAllocation(const NodePool& pool, const NodeTopology& topology,
                                     const std::vector<std::string>& granted, const NcclEnv& env,
-                                    const std::string& nccl_conf_host_path) {
+                                    const std::string& nccl_conf_host_path, bool cdi) {
   ContainerAllocation out;
   for (const auto& hca : granted) {
     const RdmaDevice* device = topology.findDevice(hca);
@@ -83,21 +84,17 @@ ContainerAllocation buildAllocation(const PoolInventory& pool, const NodeTopolog
       const std::string path = device->uverbsDevicePath();
       out.devices.push_back({path, path, "rw"});
     }
-    if (!pool.cdi_kind.empty()) {
-      out.cdi_devices.push_back(pool.cdi_kind + "=" + hca);
+    if (cdi) {
+      out.cdi_devices.push_back(cdiKind(pool.spec.resource_name) + "=" + hca);
     }
   }
   out.devices.push_back({kRdmaCm, kRdmaCm, "rw"});
   out.envs = env;
-  if (pool.mount_nccl_conf && !nccl_conf_host_path.empty()) {
-    out.mounts.push_back({pool.nccl_conf_container_path, nccl_conf_host_path, true});
+  if (pool.spec.nccl.nccl_conf_enabled && !nccl_conf_host_path.empty()) {
+    out.mounts.push_back({pool.spec.nccl.nccl_conf_path, nccl_conf_host_path, true});
   }
   return out;
 }
-
-PoolResourceManager::PoolResourceManager(PoolInventory pool, NcclEnvFn nccl_env,
-                                         const StateWriter& state)
-    : pool_(std::move(pool)), nccl_env_(std::move(nccl_env)), state_(state) {}
 
 bool PoolResourceManager::update(const NodeHealthView& node) {
   std::vector<PluginDevice> devices;
@@ -116,16 +113,16 @@ PoolResourceManager::preferredAllocation(const std::vector<std::string>& availab
   std::vector<PlacedDevice> placed;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    for (const auto& hca : pool_.hcas()) {
-      const RdmaDevice* d = node_.topology ? node_.topology->findDevice(hca) : nullptr;
-      if (d) {
-        placed.push_back({exclusiveId(*d), d->numa_node, d->pcie_path});
+    if (pool_.spec.mode == PoolMode::kExclusive) {
+      for (const auto& hca : pool_.deviceNames()) {
+        const RdmaDevice* d = node_.topology ? node_.topology->findDevice(hca) : nullptr;
+        if (d) {
+          placed.push_back({exclusiveId(*d), d->numa_node, d->pcie_path});
+        }
       }
-    }
-    if (!pool_.exclusive) {
-      placed.clear();
-      for (uint32_t i = 0; i < pool_.shared_count; ++i) {
-        placed.push_back({std::to_string(i), std::nullopt, {}});
+    } else {
+      for (const auto& d : poolDevices(pool_, node_)) {
+        placed.push_back({d.id, std::nullopt, {}}); // shared IDs are interchangeable
       }
     }
   }
@@ -151,7 +148,7 @@ Result<ContainerAllocation> PoolResourceManager::allocate(const std::vector<std:
       }
     }
     if (ids.empty() || !unknown.empty() || !unhealthy.empty()) {
-      std::string message = "cannot allocate " + pool_.resource_name + ":";
+      std::string message = "cannot allocate " + pool_.spec.resource_name + ":";
       if (ids.empty()) {
         message += " no device IDs requested";
       }
@@ -164,23 +161,24 @@ Result<ContainerAllocation> PoolResourceManager::allocate(const std::vector<std:
       store_.forceResend(); // the kubelet's view is stale: send it the list again
       return makeError(message);
     }
-    for (const auto& hca : pool_.hcas()) {
+    for (const auto& hca : pool_.deviceNames()) {
       if (!hcaUsable(pool_, node_, hca)) {
         continue;
       }
       const RdmaDevice* d = topology->findDevice(hca);
-      if (!pool_.exclusive || std::find(ids.begin(), ids.end(), exclusiveId(*d)) != ids.end()) {
+      if (pool_.spec.mode == PoolMode::kShared ||
+          std::find(ids.begin(), ids.end(), exclusiveId(*d)) != ids.end()) {
         granted.push_back(hca);
       }
     }
   }
-  auto env = nccl_env_(*topology, granted);
+  auto env = computeNcclSettings(*topology, pool_, granted);
   if (!env) {
     return makeError("cannot compute NCCL settings for " + joinIds(granted) + ": " +
                      env.error().message);
   }
   std::string conf_path;
-  if (pool_.mount_nccl_conf) {
+  if (pool_.spec.nccl.nccl_conf_enabled) {
     auto text = renderNcclConf(*env);
     if (!text) {
       return text.error();
@@ -191,7 +189,7 @@ Result<ContainerAllocation> PoolResourceManager::allocate(const std::vector<std:
     }
     conf_path = *written;
   }
-  return buildAllocation(pool_, *topology, granted, *env, conf_path);
+  return buildAllocation(pool_, *topology, granted, *env, conf_path, cdi_);
 }
 
 } // namespace kube_rdma

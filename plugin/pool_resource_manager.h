@@ -1,6 +1,5 @@
 #pragma once
 
-#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -10,26 +9,12 @@
 
 #include "common/device_model.h"
 #include "common/nccl_settings.h"
+#include "common/pools.h"
 #include "plugin/device_list_store.h"
 #include "plugin/resource_manager.h"
 #include "plugin/state_writer.h"
 
 namespace kube_rdma {
-
-// What the plugin needs to know of one configured pool.
-struct PoolInventory {
-  std::string name;          // the pool's name in the config (for logs and metrics)
-  std::string resource_name; // "rdma/shared"
-  bool exclusive = false;
-  uint32_t shared_count = 0;  // shared pools: how many IDs
-  std::vector<HcaPort> ports; // the ports the selector took, in device order
-  bool mount_nccl_conf = true;
-  std::string nccl_conf_container_path = "/etc/nccl.conf";
-  std::string cdi_kind; // "kube-rdma.io/hca"; empty: no cdi_devices in answers
-
-  std::vector<std::string> hcas() const; // device names, in order, once each
-  bool operator==(const PoolInventory&) const = default;
-};
 
 // The node as health sees it now: the topology with fresh port states, and which
 // /dev/infiniband/uverbsN nodes exist under --dev-root.
@@ -40,30 +25,33 @@ struct NodeHealthView {
 
 // An HCA of the pool is usable when it is in the topology, has a uverbs node under --dev-root
 // and at least one of the pool's ports on it is ACTIVE.
-bool hcaUsable(const PoolInventory& pool, const NodeHealthView& node, const std::string& hca);
+bool hcaUsable(const NodePool& pool, const NodeHealthView& node, const std::string& hca);
 
 // The device list a pool advertises: shared pools N IDs "0".."N-1", all Healthy while any HCA is
 // usable; exclusive pools one ID per HCA (its PCI address) with its NUMA node.
-std::vector<PluginDevice> poolDevices(const PoolInventory& pool, const NodeHealthView& node);
+std::vector<PluginDevice> poolDevices(const NodePool& pool, const NodeHealthView& node);
 
-// The NCCL environment for exactly `granted` (common/ computes it from the pool's options).
-using NcclEnvFn =
-    std::function<Result<NcclEnv>(const NodeTopology&, const std::vector<std::string>& granted)>;
+// The CDI kind of a pool's devices: "kube-rdma.io/rdma_hca" for "rdma/hca".
+std::string cdiKind(const std::string& resource_name);
 
 // A pool's ResourceManager: its devices and health, validation, preferred allocation, and the
 // Allocate answer (device nodes, NCCL env, nccl.conf mount, CDI names).
 class PoolResourceManager final : public ResourceManager {
 public:
-  PoolResourceManager(PoolInventory pool, NcclEnvFn nccl_env, const StateWriter& state);
+  // cdi: whether answers name the granted devices as CDI devices too.
+  PoolResourceManager(NodePool pool, bool cdi, const StateWriter& state)
+      : pool_(std::move(pool)), cdi_(cdi), state_(state) {}
 
-  const PoolInventory& pool() const { return pool_; }
+  const NodePool& pool() const { return pool_; }
   // Recomputes health; @return whether the advertised list changed.
   bool update(const NodeHealthView& node);
   void close() { store_.close(); }
 
   // ResourceManager
-  std::string resourceName() const override { return pool_.resource_name; }
-  bool preferredAllocationAvailable() const override { return pool_.exclusive; }
+  std::string resourceName() const override { return pool_.spec.resource_name; }
+  bool preferredAllocationAvailable() const override {
+    return pool_.spec.mode == PoolMode::kExclusive;
+  }
   DeviceList devices() const override { return store_.current(); }
   DeviceList waitForChange(uint64_t seen, std::chrono::milliseconds timeout,
                            std::stop_token stop) const override {
@@ -75,8 +63,8 @@ public:
   Result<ContainerAllocation> allocate(const std::vector<std::string>& ids) override;
 
 private:
-  const PoolInventory pool_;
-  const NcclEnvFn nccl_env_;
+  const NodePool pool_;
+  const bool cdi_;
   const StateWriter& state_;
   DeviceListStore store_;
   mutable std::mutex mutex_;
@@ -85,10 +73,10 @@ private:
 using PoolResourceManagerPtr = std::shared_ptr<PoolResourceManager>;
 
 // The answer for `granted` HCAs, as a pure function: uverbs nodes of each plus rdma_cm ("rw",
-// host path = container path under /dev/infiniband), the env, and the nccl.conf mount at
-// `nccl_conf_host_path` when the pool mounts one.
-ContainerAllocation buildAllocation(const PoolInventory& pool, const NodeTopology& topology,
+// host path = container path under /dev/infiniband), the env, the nccl.conf mount at
+// `nccl_conf_host_path` when the pool mounts one, and CDI names when `cdi`.
+ContainerAllocation buildAllocation(const NodePool& pool, const NodeTopology& topology,
                                     const std::vector<std::string>& granted, const NcclEnv& env,
-                                    const std::string& nccl_conf_host_path);
+                                    const std::string& nccl_conf_host_path, bool cdi);
 
 } // namespace kube_rdma

@@ -178,6 +178,7 @@ grpc::Status KubeletSimulator::onRegister(const v1beta1::RegisterRequest& reques
     resource.endpoint = socket;
     resource.options = options;
     resource.registrations += 1;
+    resource.registered_generation = generation;
     resource.registered_at = std::chrono::steady_clock::now();
     auto& slot = clients_[request.resource_name()];
     if (slot) {

@@ -23,8 +23,9 @@ struct SimulatedResource {
   v1beta1::DevicePluginOptions options; // from GetDevicePluginOptions, called first
   std::vector<v1beta1::Device> devices; // the last ListAndWatch message (each one replaces it)
   int lists_received = 0;
-  int registrations = 0;  // accepted Register calls
-  bool streaming = false; // a ListAndWatch stream is open
+  int registrations = 0;          // accepted Register calls
+  int registered_generation = -1; // the kubelet generation (restarts) of the last registration
+  bool streaming = false;         // a ListAndWatch stream is open
   std::chrono::steady_clock::time_point registered_at;
 
   int healthyCount() const;

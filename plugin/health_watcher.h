@@ -1,0 +1,52 @@
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "common/sysfs_discovery.h"
+#include "plugin/pool_resource_manager.h"
+
+namespace kube_rdma {
+
+// The node's health now, from a known topology: port states re-read through readPortStates
+// (vanished devices drop out), uverbs nodes looked up under dev_root.
+NodeHealthView sampleNodeHealth(const NodeTopology& known, const std::string& sysfs_root,
+                                const std::string& dev_root);
+
+// Names under <sysfs_root>/class/infiniband, sorted: compared with the topology's to see devices
+// appear or vanish.
+std::set<std::string> listRdmaDeviceNames(const std::string& sysfs_root);
+
+// Re-reads health every `interval` on its own thread (sysfs attributes do not support inotify, so
+// this is the one periodic read; it costs a few small reads per port). Calls on_sample with every
+// sample and on_device_set_changed when devices appear or vanish. Stops in the destructor.
+class HealthWatcher {
+public:
+  using TopologyFn = std::function<std::shared_ptr<const NodeTopology>()>;
+  HealthWatcher(std::string sysfs_root, std::string dev_root, std::chrono::milliseconds interval,
+                TopologyFn topology, std::function<void(const NodeHealthView&)> on_sample,
+                std::function<void()> on_device_set_changed);
+  ~HealthWatcher();
+
+private:
+  void run();
+
+  const std::string sysfs_root_;
+  const std::string dev_root_;
+  const std::chrono::milliseconds interval_;
+  const TopologyFn topology_;
+  const std::function<void(const NodeHealthView&)> on_sample_;
+  const std::function<void()> on_device_set_changed_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+} // namespace kube_rdma

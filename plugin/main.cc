@@ -1,0 +1,71 @@
+// rdma-device-plugin: the node daemon. Wiring only; the work is in PluginManager.
+#include <signal.h>
+
+#include <iostream>
+#include <stop_token>
+#include <thread>
+
+#include "common/file_watcher.h"
+#include "common/log.h"
+#include "common/metrics.h"
+#include "plugin/flags.h"
+#include "plugin/metrics_server.h"
+#include "plugin/plugin_manager.h"
+
+int main(int argc, char** argv) {
+  using namespace kube_rdma;
+  auto flags = parsePluginFlags(std::vector<std::string>(argv + 1, argv + argc));
+  if (!flags) {
+    std::cerr << "rdma-device-plugin: " << flags.error().message << "\n";
+    return 2;
+  }
+  if (flags->help) {
+    std::cout << pluginUsage();
+    return 0;
+  }
+  // SIGTERM and SIGINT are taken by one thread with sigwait; block them before any other thread
+  // (gRPC's, the watchers') exists so that none of those receives them.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  Logger logger(std::cerr, flags->log_format);
+  MetricsRegistry metrics;
+  auto watcher = createInotifyWatcher();
+  if (!watcher) {
+    logger.error("cannot start the file watcher", {{"error", watcher.error().message}});
+    return 1;
+  }
+  PluginManager manager(*flags, **watcher, logger, metrics);
+  if (auto status = manager.start(); !status) {
+    logger.error("cannot start", {{"error", status.error().message}});
+    return 1;
+  }
+  MetricsServerPtr metrics_server;
+  if (!flags->metrics_address.empty()) {
+    auto server = MetricsServer::start(
+        flags->metrics_address, [&manager] { return manager.renderMetrics(); },
+        [&manager] { return manager.healthz(); });
+    if (!server) {
+      logger.error("cannot serve metrics", {{"error", server.error().message}});
+      return 1;
+    }
+    metrics_server = std::move(*server);
+    logger.info("serving /metrics and /healthz",
+                {{"port", std::to_string(metrics_server->port())}});
+  }
+
+  std::stop_source stop;
+  std::thread signal_thread([&signals, &stop, &logger] {
+    int received = 0;
+    sigwait(&signals, &received);
+    logger.info("signal received, stopping", {{"signal", strsignal(received)}});
+    stop.request_stop();
+  });
+  manager.run(stop.get_token());
+  signal_thread.join();
+  return 0;
+}

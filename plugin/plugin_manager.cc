@@ -1,0 +1,403 @@
+#include "plugin/plugin_manager.h"
+
+#include <sys/stat.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "common/sysfs_discovery.h"
+#include "plugin/topology_json.h"
+
+namespace kube_rdma {
+namespace {
+
+constexpr auto kRegisterTimeout = std::chrono::seconds(5);
+constexpr auto kRegisterRetry = std::chrono::seconds(1);
+
+bool fileExists(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+} // namespace
+
+PluginManager::PluginManager(PluginFlags flags, FileWatcher& watcher, Logger& logger,
+                             MetricsRegistry& metrics)
+    : flags_(std::move(flags)), watcher_(watcher), logger_(logger), metrics_(metrics),
+      mode_(chooseRegistrationMode(flags_.plugin_registry_dir)), state_(flags_.state_dir),
+      registrar_(createKubeletRegistrar(flags_.device_plugin_dir, kRegisterTimeout)) {}
+
+PluginManager::~PluginManager() {
+  health_.reset(); // its thread calls into the pools
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (auto& [name, pool] : pools_) {
+    unserve(pool);
+  }
+}
+
+std::string PluginManager::socketDir() const {
+  return mode_ == RegistrationMode::kPluginWatcher ? flags_.plugin_registry_dir
+                                                   : flags_.device_plugin_dir;
+}
+
+bool PluginManager::kubeletSocketExists() const {
+  return fileExists(flags_.device_plugin_dir + "/" + kKubeletSocketName);
+}
+
+void PluginManager::post(Event event) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    events_.insert(event);
+  }
+  events_changed_.notify_all();
+}
+
+Result<PluginConfig> PluginManager::loadConfig() const {
+  if (flags_.config_path.empty()) {
+    return defaultPluginConfig();
+  }
+  std::ifstream in(flags_.config_path);
+  if (!in) {
+    return makeError("cannot read config file " + flags_.config_path);
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  auto config = parsePluginConfig(text.str());
+  if (!config) {
+    return makeError(flags_.config_path + ": " + config.error().message);
+  }
+  return config;
+}
+
+Status PluginManager::start() {
+  if (auto status = state_.prepare(); !status) {
+    return status;
+  }
+  auto config = loadConfig();
+  if (!config) {
+    return config.error(); // at start there is no last good config to keep
+  }
+  auto topology = std::make_shared<const NodeTopology>(
+      discoverFromSysfs({flags_.sysfs_root, flags_.proc_root}));
+  for (const auto& warning : topology->warnings) {
+    logger_.warn("discovery skipped an entry",
+                 {{"path", warning.path}, {"error", warning.message}});
+  }
+  logger_.info("node discovered", {{"devices", std::to_string(topology->devices.size())},
+                                   {"management_netdev", topology->management_netdev},
+                                   {"registration_mode", toString(mode_)},
+                                   {"node", flags_.node_name}});
+  writeTopologyState(*topology);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (auto status = applyConfig(*config, topology); !status) {
+      return status;
+    }
+  }
+  // Watches: the kubelet's socket directory (restarts, our sockets wiped), the config file.
+  auto status = watcher_.watchDirectory(flags_.device_plugin_dir, [this](const DirectoryEvent& e) {
+    if (e.kind == DirectoryEvent::Kind::kCreated && e.name == kKubeletSocketName) {
+      post(Event::kKubeletStarted);
+    } else if (e.kind == DirectoryEvent::Kind::kDeleted && e.name != kKubeletSocketName) {
+      post(Event::kSocketDeleted);
+    }
+  });
+  if (!status) {
+    return makeError("cannot watch --device-plugin-dir: " + status.error().message);
+  }
+  if (mode_ == RegistrationMode::kPluginWatcher) {
+    status = watcher_.watchDirectory(flags_.plugin_registry_dir, [this](const DirectoryEvent& e) {
+      if (e.kind == DirectoryEvent::Kind::kDeleted) {
+        post(Event::kSocketDeleted);
+      }
+    });
+    if (!status) {
+      return makeError("cannot watch --plugin-registry-dir: " + status.error().message);
+    }
+  }
+  if (!flags_.config_path.empty()) {
+    status = watcher_.watchFile(flags_.config_path, [this] { post(Event::kConfigChanged); });
+    if (!status) {
+      return makeError("cannot watch --config: " + status.error().message);
+    }
+  }
+  const auto health_interval =
+      flags_.health_interval.value_or(std::chrono::milliseconds(config_.health_poll_ms));
+  health_ = std::make_unique<HealthWatcher>(
+      flags_.sysfs_root, flags_.dev_root, health_interval,
+      [this] {
+        std::lock_guard<std::mutex> lock(mutex_);
+        return topology_;
+      },
+      [this](const NodeHealthView& view) { onHealthSample(view); },
+      [this] { post(Event::kDevicesChanged); });
+  return Ok{};
+}
+
+Status PluginManager::applyConfig(const PluginConfig& config,
+                                  std::shared_ptr<const NodeTopology> topology) {
+  auto wanted = buildPools(*topology, config);
+  // A pool that takes nothing on this node is not offered: the kubelet gets no empty resource.
+  std::erase_if(wanted, [](const NodePool& p) { return p.hcas.empty(); });
+  config_ = config; // before serving: the streams take their re-send interval from it
+  const NodeHealthView health = sampleNodeHealth(*topology, flags_.sysfs_root, flags_.dev_root);
+  std::set<std::string> keep;
+  for (auto& node_pool : wanted) {
+    const std::string name = node_pool.spec.resource_name;
+    keep.insert(name);
+    auto it = pools_.find(name);
+    if (it != pools_.end() && it->second.manager->pool() == node_pool) {
+      continue; // unchanged: keeps its socket, registration and streams
+    }
+    if (it != pools_.end()) {
+      logger_.info("pool changed, re-creating it", {{"resource", name}});
+      unserve(it->second);
+      pools_.erase(it);
+    }
+    Pool pool;
+    pool.manager = std::make_shared<PoolResourceManager>(node_pool, flags_.cdi, state_);
+    pool.manager->update(health);
+    if (auto status = serve(pool); !status) {
+      return status;
+    }
+    logger_.info("pool serving",
+                 {{"resource", name},
+                  {"mode", node_pool.spec.mode == PoolMode::kExclusive ? "exclusive" : "shared"},
+                  {"hcas", std::to_string(node_pool.hcas.size())},
+                  {"socket", pool.server->socketPath()}});
+    pools_.emplace(name, std::move(pool));
+  }
+  for (auto it = pools_.begin(); it != pools_.end();) {
+    if (keep.count(it->first)) {
+      ++it;
+      continue;
+    }
+    logger_.info("pool removed", {{"resource", it->first}});
+    unserve(it->second);
+    it = pools_.erase(it);
+  }
+  topology_ = std::move(topology);
+  last_health_ = health;
+  return Ok{};
+}
+
+Status PluginManager::serve(Pool& pool) {
+  const std::string resource = pool.manager->resourceName();
+  const std::string socket = socketDir() + "/" + poolSocketName(resource);
+  pool.service =
+      std::make_unique<DevicePluginService>(*pool.manager, resendInterval(), logger_, metrics_);
+  std::vector<grpc::Service*> services{pool.service.get()};
+  if (mode_ == RegistrationMode::kPluginWatcher) {
+    pool.watcher_registration =
+        std::make_unique<PluginWatcherRegistration>(resource, socket, logger_);
+    services.push_back(pool.watcher_registration.get());
+  }
+  auto server = GrpcSocketServer::start(socket, services);
+  if (!server) {
+    return server.error();
+  }
+  pool.server = std::move(*server);
+  // In plugin-watcher mode the kubelet finds the socket itself: serving is registering.
+  pool.registered = mode_ == RegistrationMode::kPluginWatcher;
+  return Ok{};
+}
+
+void PluginManager::unserve(Pool& pool) {
+  if (pool.service) {
+    pool.service->stop();
+  }
+  pool.server.reset();
+  pool.service.reset();
+  pool.watcher_registration.reset();
+  pool.registered = false;
+}
+
+void PluginManager::registerPending() {
+  if (mode_ != RegistrationMode::kClassic || !kubeletSocketExists()) {
+    return; // the kubelet.sock creation event brings us back
+  }
+  for (auto& [name, pool] : pools_) {
+    if (pool.registered || !pool.server) {
+      continue;
+    }
+    const auto started = std::chrono::steady_clock::now();
+    auto status = registrar_->registerPool(
+        {name, poolSocketName(name), pool.manager->preferredAllocationAvailable()});
+    metrics_
+        .counter("kube_rdma_plugin_registrations_total", "Register calls to the kubelet.",
+                 {{"resource", name}, {"outcome", status ? "ok" : "error"}})
+        .inc();
+    if (!status) {
+      logger_.warn("registration failed, retrying",
+                   {{"resource", name}, {"error", status.error().message}});
+      continue;
+    }
+    pool.registered = true;
+    const auto ms = std::chrono::duration_cast<std::chrono::microseconds>(
+                        std::chrono::steady_clock::now() - started)
+                        .count() /
+                    1000.0;
+    logger_.info(
+        "registered with the kubelet",
+        {{"resource", name}, {"mode", toString(mode_)}, {"register_ms", std::to_string(ms)}});
+  }
+}
+
+void PluginManager::onKubeletStarted() {
+  logger_.info("kubelet.sock created: registering again");
+  for (auto& [name, pool] : pools_) {
+    pool.registered = mode_ == RegistrationMode::kPluginWatcher;
+  }
+  onSocketDeleted(); // the kubelet wiped our sockets before creating its own
+}
+
+void PluginManager::onSocketDeleted() {
+  for (auto& [name, pool] : pools_) {
+    if (pool.server && pool.server->socketPresent()) {
+      continue; // an event for a socket we already replaced
+    }
+    logger_.info("socket gone, serving it again", {{"resource", name}});
+    unserve(pool);
+    if (auto status = serve(pool); !status) {
+      logger_.error("cannot serve pool", {{"resource", name}, {"error", status.error().message}});
+    }
+  }
+}
+
+void PluginManager::onConfigChanged() {
+  auto config = loadConfig();
+  if (!config) {
+    metrics_
+        .counter("kube_rdma_plugin_config_reloads_total", "Config reloads by outcome.",
+                 {{"outcome", "error"}})
+        .inc();
+    logger_.error("config rejected, keeping the last good one",
+                  {{"error", config.error().message}});
+    return;
+  }
+  if (*config == config_) {
+    return; // a ConfigMap swap with the same content, or a duplicate event
+  }
+  if (auto status = applyConfig(*config, topology_); !status) {
+    metrics_
+        .counter("kube_rdma_plugin_config_reloads_total", "Config reloads by outcome.",
+                 {{"outcome", "error"}})
+        .inc();
+    logger_.error("config could not be applied", {{"error", status.error().message}});
+    return;
+  }
+  metrics_
+      .counter("kube_rdma_plugin_config_reloads_total", "Config reloads by outcome.",
+               {{"outcome", "ok"}})
+      .inc();
+  logger_.info("config reloaded", {{"pools", std::to_string(pools_.size())}});
+}
+
+void PluginManager::onDevicesChanged() {
+  auto topology = std::make_shared<const NodeTopology>(
+      discoverFromSysfs({flags_.sysfs_root, flags_.proc_root}));
+  logger_.info("RDMA devices changed, rediscovered",
+               {{"devices", std::to_string(topology->devices.size())}});
+  writeTopologyState(*topology);
+  if (auto status = applyConfig(config_, topology); !status) {
+    logger_.error("pools could not be rebuilt", {{"error", status.error().message}});
+  }
+}
+
+void PluginManager::onHealthSample(const NodeHealthView& view) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  last_health_ = view;
+  for (auto& [name, pool] : pools_) {
+    if (pool.manager->update(view)) {
+      const auto list = pool.manager->devices();
+      const auto healthy = std::count_if(list.devices.begin(), list.devices.end(),
+                                         [](const PluginDevice& d) { return d.healthy; });
+      logger_.info("device health changed", {{"resource", name},
+                                             {"healthy", std::to_string(healthy)},
+                                             {"total", std::to_string(list.devices.size())}});
+    }
+  }
+}
+
+void PluginManager::run(std::stop_token stop) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  registerPending();
+  while (!stop.stop_requested()) {
+    const bool pending = std::any_of(pools_.begin(), pools_.end(),
+                                     [](const auto& p) { return !p.second.registered; });
+    // Waits for an event; while a registration is pending and the kubelet's socket exists,
+    // retries once a second (a kubelet that is up but not answering yet).
+    if (pending && mode_ == RegistrationMode::kClassic && kubeletSocketExists()) {
+      events_changed_.wait_for(lock, stop, kRegisterRetry, [this] { return !events_.empty(); });
+    } else {
+      events_changed_.wait(lock, stop, [this] { return !events_.empty(); });
+    }
+    const std::set<Event> events = std::move(events_);
+    events_.clear();
+    if (events.count(Event::kConfigChanged)) {
+      onConfigChanged();
+    }
+    if (events.count(Event::kDevicesChanged)) {
+      onDevicesChanged();
+    }
+    if (events.count(Event::kKubeletStarted)) {
+      onKubeletStarted();
+    } else if (events.count(Event::kSocketDeleted)) {
+      onSocketDeleted();
+    }
+    if (!stop.stop_requested()) {
+      registerPending();
+    }
+  }
+  for (auto& [name, pool] : pools_) {
+    pool.manager->close();
+    unserve(pool);
+  }
+  logger_.info("stopped: sockets removed");
+}
+
+std::chrono::milliseconds PluginManager::resendInterval() const {
+  // Never zero: a zero wait would turn every stream into a busy loop.
+  return std::max(
+      std::chrono::milliseconds(100),
+      flags_.resend_interval.value_or(std::chrono::seconds(config_.resend_interval_seconds)));
+}
+
+void PluginManager::writeTopologyState(const NodeTopology& topology) {
+  if (auto status = state_.writeTopology(topologyToJson(topology)); !status) {
+    logger_.warn("cannot write topology state", {{"error", status.error().message}});
+  }
+}
+
+std::string PluginManager::renderMetrics() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  metrics_.clearGauge("kube_rdma_plugin_devices");
+  for (const auto& [name, pool] : pools_) {
+    const auto list = pool.manager->devices();
+    double healthy = 0;
+    for (const auto& d : list.devices) {
+      healthy += d.healthy ? 1 : 0;
+    }
+    metrics_
+        .gauge("kube_rdma_plugin_devices", "Devices advertised per pool by health.",
+               {{"resource", name}, {"health", kHealthy}})
+        .set(healthy);
+    metrics_
+        .gauge("kube_rdma_plugin_devices", "Devices advertised per pool by health.",
+               {{"resource", name}, {"health", kUnhealthy}})
+        .set(static_cast<double>(list.devices.size()) - healthy);
+  }
+  return metrics_.render();
+}
+
+Result<std::string> PluginManager::healthz() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const auto& [name, pool] : pools_) {
+    if (!pool.server || !pool.server->socketPresent()) {
+      return makeError("pool " + name + " is not serving");
+    }
+  }
+  return std::string("ok\n");
+}
+
+} // namespace kube_rdma

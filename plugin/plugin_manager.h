@@ -1,0 +1,93 @@
+#pragma once
+
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <stop_token>
+#include <string>
+
+#include "common/file_watcher.h"
+#include "common/log.h"
+#include "common/metrics.h"
+#include "common/plugin_config.h"
+#include "plugin/device_plugin_service.h"
+#include "plugin/flags.h"
+#include "plugin/grpc_socket_server.h"
+#include "plugin/health_watcher.h"
+#include "plugin/kubelet_registrar.h"
+#include "plugin/pool_resource_manager.h"
+#include "plugin/state_writer.h"
+
+namespace kube_rdma {
+
+// Owns the pools: discovers the node, builds one ResourceManager + gRPC server per pool, keeps
+// them registered with the kubelet, and reacts to what the watchers report, one event at a time
+// on the thread that calls run():
+//  - kubelet.sock created (kubelet restart) or one of our sockets deleted: re-create the missing
+//    sockets and register again;
+//  - config file changed: parse; keep the last good config on an error; rebuild only the pools
+//    that changed;
+//  - devices appeared or vanished: discover again and rebuild what changed.
+// Health samples go straight to the pools from the HealthWatcher's thread.
+class PluginManager {
+public:
+  PluginManager(PluginFlags flags, FileWatcher& watcher, Logger& logger, MetricsRegistry& metrics);
+  ~PluginManager();
+
+  // Discovers, loads the config, serves every pool and starts watching. Registration happens in
+  // run(), which must follow.
+  Status start();
+  // The event loop; returns once `stop` is requested, with every socket removed.
+  void run(std::stop_token stop);
+
+  std::string renderMetrics() const;
+  Result<std::string> healthz() const;
+  RegistrationMode mode() const { return mode_; }
+
+private:
+  struct Pool {
+    PoolResourceManagerPtr manager;
+    std::unique_ptr<DevicePluginService> service;
+    std::unique_ptr<PluginWatcherRegistration> watcher_registration;
+    GrpcSocketServerPtr server;
+    bool registered = false;
+  };
+  enum class Event { kKubeletStarted, kSocketDeleted, kConfigChanged, kDevicesChanged };
+
+  void post(Event event);
+  Result<PluginConfig> loadConfig() const;
+  Status applyConfig(const PluginConfig& config, std::shared_ptr<const NodeTopology> topology);
+  Status serve(Pool& pool);
+  void unserve(Pool& pool);
+  void registerPending();
+  void onKubeletStarted();
+  void onSocketDeleted();
+  void onConfigChanged();
+  void onDevicesChanged();
+  void onHealthSample(const NodeHealthView& view);
+  std::string socketDir() const;
+  bool kubeletSocketExists() const;
+  void writeTopologyState(const NodeTopology& topology);
+  std::chrono::milliseconds resendInterval() const;
+
+  const PluginFlags flags_;
+  FileWatcher& watcher_;
+  Logger& logger_;
+  MetricsRegistry& metrics_;
+  const RegistrationMode mode_;
+  const StateWriter state_;
+  KubeletRegistrarPtr registrar_;
+  std::unique_ptr<HealthWatcher> health_;
+
+  mutable std::mutex mutex_; // guards everything below
+  std::condition_variable_any events_changed_;
+  std::set<Event> events_;
+  PluginConfig config_;
+  std::shared_ptr<const NodeTopology> topology_;
+  NodeHealthView last_health_;
+  std::map<std::string, Pool> pools_; // by resource name
+};
+
+} // namespace kube_rdma

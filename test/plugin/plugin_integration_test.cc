@@ -1,0 +1,330 @@
+// The real rdma-device-plugin binary against generated fixtures and the kubelet simulator.
+// Waits use generous deadlines for events; speed is measured by plugin_bench, not here.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "test/plugin/kubelet_simulator.h"
+#include "test/plugin/plugin_process.h"
+#include "test/plugin/temp_dir.h"
+
+namespace kube_rdma {
+namespace {
+
+namespace fs = std::filesystem;
+using std::chrono::milliseconds;
+constexpr milliseconds kDeadline{10000};
+constexpr const char* kShared = "rdma/shared";
+constexpr const char* kExclusive = "example.com/hca";
+
+std::string readFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void writeFile(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::trunc) << text;
+}
+
+// A ConfigMap volume: the file is a symlink through "..data", swapped atomically.
+class ConfigMapDir {
+public:
+  explicit ConfigMapDir(std::string dir) : dir_(std::move(dir)) {}
+  std::string path() const { return dir_ + "/config.json"; }
+  void publish(const std::string& text) {
+    const std::string version = "..v" + std::to_string(++versions_);
+    fs::create_directories(dir_ + "/" + version);
+    writeFile(dir_ + "/" + version + "/config.json", text);
+    fs::create_symlink(version, dir_ + "/..data_tmp");
+    fs::rename(dir_ + "/..data_tmp", dir_ + "/..data");
+    if (!fs::is_symlink(path())) {
+      fs::create_symlink("..data/config.json", path());
+    }
+  }
+
+private:
+  std::string dir_;
+  int versions_ = 0;
+};
+
+std::string exclusiveConfig() {
+  return R"({"version": "v1", "pools": [
+    {"resourceName": "example.com/hca", "mode": "exclusive",
+     "selector": {"linkLayer": "Ethernet", "deviceNames": ["mlx5_*"]}}]})";
+}
+
+class PluginIntegrationTest : public ::testing::Test {
+protected:
+  // Starts the kubelet, then the plugin on the fixture: the generated one, or a private copy for
+  // tests that modify the tree.
+  void startPlugin(const std::string& fixture, std::vector<std::string> extra = {},
+                   bool modifies_tree = false) {
+    node_ = std::string(KUBE_RDMA_FIXTURES) + "/" + fixture;
+    if (modifies_tree) {
+      const std::string command = "cp -a " + node_ + " " + tmp_.path() + "/";
+      ASSERT_EQ(std::system(command.c_str()), 0) << command;
+      node_ = tmp_.path() + "/" + fixture;
+    }
+    kubelet_dir_ = tmp_.sub("kubelet");
+    state_dir_ = tmp_.path() + "/state";
+    kubelet_ = std::make_unique<KubeletSimulator>(kubelet_dir_);
+    ASSERT_TRUE(kubelet_->start().ok());
+    std::vector<std::string> args = {"--sysfs-root",
+                                     node_ + "/sys",
+                                     "--proc-root",
+                                     node_ + "/proc",
+                                     "--dev-root",
+                                     node_ + "/dev",
+                                     "--device-plugin-dir",
+                                     kubelet_dir_,
+                                     "--plugin-registry-dir",
+                                     tmp_.path() + "/no-registry",
+                                     "--state-dir",
+                                     state_dir_};
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto plugin = PluginProcess::start(KUBE_RDMA_PLUGIN_BINARY, args, tmp_.path() + "/plugin.log");
+    ASSERT_TRUE(plugin.ok()) << plugin.error().message;
+    plugin_ = std::move(*plugin);
+  }
+
+  void TearDown() override {
+    if (HasFailure() && plugin_) {
+      std::cerr << "plugin log:\n" << plugin_->logs();
+    }
+    plugin_.reset();
+    kubelet_.reset();
+  }
+
+  bool waitForHealthy(const std::string& resource, int healthy, int total = -1) {
+    return kubelet_->waitFor(
+        [&](const KubeletView& v) {
+          auto it = v.resources.find(resource);
+          return it != v.resources.end() && it->second.streaming &&
+                 it->second.healthyCount() == healthy &&
+                 (total < 0 || static_cast<int>(it->second.devices.size()) == total);
+        },
+        kDeadline);
+  }
+
+  // Log lines do not wake the simulator's waiters: look at the log now and then.
+  bool waitForLog(const std::string& text) {
+    const auto deadline = std::chrono::steady_clock::now() + kDeadline;
+    while (plugin_->logs().find(text) == std::string::npos) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        return false;
+      }
+      std::this_thread::sleep_for(milliseconds(20));
+    }
+    return true;
+  }
+
+  std::vector<std::string> deviceIds(const std::string& resource) {
+    std::vector<std::string> ids;
+    const KubeletView view = kubelet_->view();
+    for (const auto& d : view.resources.at(resource).devices) {
+      ids.push_back(d.id());
+    }
+    return ids;
+  }
+
+  std::string uverbsOf(const std::string& device) {
+    for (const auto& e : fs::directory_iterator(node_ + "/sys/class/infiniband/" + device +
+                                                "/device/infiniband_verbs")) {
+      return e.path().filename();
+    }
+    return "";
+  }
+
+  TempDir tmp_;
+  std::string node_;
+  std::string kubelet_dir_;
+  std::string state_dir_;
+  std::unique_ptr<KubeletSimulator> kubelet_;
+  PluginProcessPtr plugin_;
+};
+
+TEST_F(PluginIntegrationTest, RegistersTheDefaultPoolOnTheA100NodeAndExitsCleanlyOnSigterm) {
+  startPlugin("a100-roce");
+  // RoCE only: rdma/shared, auto = 16 IDs per HCA for the eight data NICs.
+  ASSERT_TRUE(waitForHealthy(kShared, 128, 128));
+  const auto view = kubelet_->view();
+  EXPECT_TRUE(view.rejections.empty());
+  EXPECT_FALSE(view.resources.at(kShared).options.get_preferred_allocation_available());
+  EXPECT_EQ(view.resources.count("rdma/hca"), 0u); // no InfiniBand port on this node
+  const std::string socket = view.resources.at(kShared).endpoint;
+  EXPECT_TRUE(fs::exists(socket));
+  EXPECT_TRUE(fs::exists(state_dir_ + "/topology.json"));
+
+  auto exit_code = plugin_->terminate(kDeadline);
+  ASSERT_TRUE(exit_code.ok()) << exit_code.error().message;
+  EXPECT_EQ(*exit_code, 0);
+  EXPECT_FALSE(fs::exists(socket));
+}
+
+TEST_F(PluginIntegrationTest, AllocateGrantsTheEightDataNicsWithNcclSettingsAndConf) {
+  startPlugin("a100-roce");
+  ASSERT_TRUE(waitForHealthy(kShared, 128));
+  auto answer = kubelet_->allocate(kShared, {"7"});
+  ASSERT_TRUE(answer.ok()) << answer.error().message;
+
+  std::vector<std::string> expected_nodes;
+  for (int i = 1; i <= 8; ++i) {
+    expected_nodes.push_back("/dev/infiniband/" + uverbsOf("mlx5_" + std::to_string(i)));
+  }
+  expected_nodes.push_back("/dev/infiniband/rdma_cm");
+  std::vector<std::string> nodes;
+  for (const auto& spec : answer->devices()) {
+    nodes.push_back(spec.host_path());
+    EXPECT_EQ(spec.container_path(), spec.host_path());
+    EXPECT_EQ(spec.permissions(), "rw");
+  }
+  EXPECT_EQ(nodes, expected_nodes);
+  EXPECT_EQ(answer->envs().at("NCCL_IB_HCA"),
+            "=mlx5_1:1,mlx5_2:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_7:1,mlx5_8:1");
+  EXPECT_EQ(answer->envs().at("NCCL_IB_DISABLE"), "0");
+  EXPECT_EQ(answer->envs().count("NCCL_IB_GID_INDEX"), 0u); // default: NCCL picks the GID
+
+  ASSERT_EQ(answer->mounts_size(), 1);
+  EXPECT_EQ(answer->mounts(0).container_path(), "/etc/nccl.conf");
+  EXPECT_TRUE(answer->mounts(0).read_only());
+  EXPECT_EQ(fs::path(answer->mounts(0).host_path()).parent_path(), fs::path(state_dir_));
+  const std::string conf = readFile(answer->mounts(0).host_path());
+  EXPECT_NE(conf.find("NCCL_IB_HCA==mlx5_1:1,"), std::string::npos) << conf;
+}
+
+TEST_F(PluginIntegrationTest, UnknownIdsAreRefusedWithAnErrorNamingThem) {
+  startPlugin("a100-roce");
+  ASSERT_TRUE(waitForHealthy(kShared, 128));
+  const int lists_before = kubelet_->view().resources.at(kShared).lists_received;
+  auto answer = kubelet_->allocate(kShared, {"3", "ghost-1", "999"});
+  ASSERT_FALSE(answer.ok());
+  EXPECT_NE(answer.error().message.find("ghost-1"), std::string::npos);
+  EXPECT_NE(answer.error().message.find("999"), std::string::npos);
+  // ...and the kubelet gets a fresh list.
+  EXPECT_TRUE(kubelet_->waitFor(
+      [&](const KubeletView& v) { return v.resources.at(kShared).lists_received > lists_before; },
+      kDeadline));
+}
+
+TEST_F(PluginIntegrationTest, ExclusivePoolPrefersOneNumaNodeAndHonoursMustInclude) {
+  ConfigMapDir config(tmp_.sub("config"));
+  config.publish(exclusiveConfig());
+  startPlugin("a100-roce", {"--config", config.path()});
+  ASSERT_TRUE(waitForHealthy(kExclusive, 8, 8));
+  const auto view = kubelet_->view();
+  ASSERT_TRUE(view.resources.at(kExclusive).options.get_preferred_allocation_available());
+  std::map<std::string, int64_t> numa;
+  for (const auto& d : view.resources.at(kExclusive).devices) {
+    ASSERT_EQ(d.topology().nodes_size(), 1);
+    numa[d.id()] = d.topology().nodes(0).id();
+  }
+  const auto ids = deviceIds(kExclusive);
+  std::string on_numa1;
+  for (const auto& [id, node] : numa) {
+    if (node == 1) {
+      on_numa1 = id;
+      break;
+    }
+  }
+  ASSERT_FALSE(on_numa1.empty());
+  auto preferred = kubelet_->preferredAllocation(kExclusive, ids, {on_numa1}, 3);
+  ASSERT_TRUE(preferred.ok()) << preferred.error().message;
+  ASSERT_EQ(preferred->size(), 3u);
+  EXPECT_EQ((*preferred)[0], on_numa1);
+  for (const auto& id : *preferred) {
+    EXPECT_EQ(numa[id], 1) << id;
+  }
+  // Granting one HCA gives its uverbs node and only its port in NCCL_IB_HCA.
+  auto answer = kubelet_->allocate(kExclusive, {on_numa1});
+  ASSERT_TRUE(answer.ok()) << answer.error().message;
+  EXPECT_EQ(answer->devices_size(), 2); // uverbsN + rdma_cm
+  EXPECT_EQ(answer->envs().at("NCCL_IB_HCA").find(','), std::string::npos);
+}
+
+TEST_F(PluginIntegrationTest, PortDownAndBackIsSeenInListAndWatch) {
+  ConfigMapDir config(tmp_.sub("config"));
+  config.publish(exclusiveConfig());
+  startPlugin("a100-roce", {"--config", config.path()}, true);
+  ASSERT_TRUE(waitForHealthy(kExclusive, 8, 8));
+  const std::string state = node_ + "/sys/class/infiniband/mlx5_3/ports/1/state";
+  writeFile(state, "1: DOWN\n");
+  ASSERT_TRUE(waitForHealthy(kExclusive, 7, 8));
+  writeFile(state, "4: ACTIVE\n");
+  EXPECT_TRUE(waitForHealthy(kExclusive, 8, 8));
+}
+
+TEST_F(PluginIntegrationTest, SharedPoolStaysHealthyUntilNoHcaIsUsable) {
+  startPlugin("a100-roce", {}, true);
+  ASSERT_TRUE(waitForHealthy(kShared, 128));
+  fs::remove(node_ + "/dev/infiniband/" + uverbsOf("mlx5_1"));
+  for (int i = 2; i <= 8; ++i) {
+    writeFile(node_ + "/sys/class/infiniband/mlx5_" + std::to_string(i) + "/ports/1/state",
+              "1: DOWN\n");
+  }
+  ASSERT_TRUE(waitForHealthy(kShared, 0, 128));
+  writeFile(node_ + "/sys/class/infiniband/mlx5_5/ports/1/state", "4: ACTIVE\n");
+  ASSERT_TRUE(waitForHealthy(kShared, 128, 128));
+  auto answer = kubelet_->allocate(kShared, {"0"});
+  ASSERT_TRUE(answer.ok()) << answer.error().message;
+  EXPECT_EQ(answer->envs().at("NCCL_IB_HCA"), "=mlx5_5:1"); // only what is usable
+}
+
+TEST_F(PluginIntegrationTest, ReRegistersAfterEachOfTenKubeletRestarts) {
+  startPlugin("a100-roce");
+  ASSERT_TRUE(waitForHealthy(kShared, 128));
+  for (int restart = 1; restart <= 10; ++restart) {
+    ASSERT_TRUE(kubelet_->restart().ok());
+    ASSERT_TRUE(kubelet_->waitFor(
+        [&](const KubeletView& v) {
+          const auto& r = v.resources.at(kShared);
+          return v.generation == restart && r.registered_generation == restart && r.streaming &&
+                 r.healthyCount() == 128;
+        },
+        kDeadline))
+        << "restart " << restart;
+  }
+  EXPECT_TRUE(kubelet_->allocate(kShared, {"1"}).ok());
+}
+
+TEST_F(PluginIntegrationTest, OurSocketDeletedIsServedAndRegisteredAgain) {
+  startPlugin("a100-roce");
+  ASSERT_TRUE(waitForHealthy(kShared, 128));
+  fs::remove(kubelet_->view().resources.at(kShared).endpoint);
+  ASSERT_TRUE(kubelet_->waitFor(
+      [](const KubeletView& v) { return v.resources.at(kShared).registrations == 2; }, kDeadline));
+  EXPECT_TRUE(waitForHealthy(kShared, 128));
+}
+
+TEST_F(PluginIntegrationTest, ConfigReloadAppliesGoodConfigsAndKeepsTheLastGoodOnErrors) {
+  ConfigMapDir config(tmp_.sub("config"));
+  config.publish(exclusiveConfig());
+  startPlugin("a100-roce", {"--config", config.path()});
+  ASSERT_TRUE(waitForHealthy(kExclusive, 8, 8));
+
+  // Bad: the error names the JSON path; the exclusive pool keeps serving.
+  config.publish(R"({"version": "v1", "pools": [{"resourceName": "example.com/hca",
+                     "mode": "sometimes"}]})");
+  ASSERT_TRUE(waitForLog("config rejected"));
+  const std::string logs = plugin_->logs();
+  EXPECT_NE(logs.find("pools[0].mode"), std::string::npos) << logs;
+  EXPECT_TRUE(kubelet_->allocate(kExclusive, {deviceIds(kExclusive).front()}).ok());
+
+  // Good: a second, shared pool on four of the NICs appears; the exclusive one shrinks.
+  config.publish(R"({"version": "v1", "pools": [
+    {"resourceName": "example.com/hca", "mode": "exclusive",
+     "selector": {"deviceNames": ["mlx5_[1-4]"]}},
+    {"resourceName": "example.com/shared", "sharedCount": 4,
+     "selector": {"deviceNames": ["mlx5_[5-8]"]}}]})");
+  EXPECT_TRUE(waitForHealthy("example.com/shared", 4, 4));
+  EXPECT_TRUE(waitForHealthy(kExclusive, 4, 4));
+}
+
+} // namespace
+} // namespace kube_rdma
