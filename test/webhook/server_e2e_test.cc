@@ -1,0 +1,427 @@
+// End to end over real TLS: the rdma-webhook binary with a CA and serving certificates made by
+// openssl in a temp dir, mounted the way the kubelet mounts Secrets and ConfigMaps (files behind
+// a `..data` symlink swapped atomically), and httplib's SSLClient verifying against the CA.
+#include <gtest/gtest.h>
+
+#include <httplib.h>
+#include <openssl/evp.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+namespace kube_rdma {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+std::string readText(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+void run(const std::string& command) {
+  ASSERT_EQ(std::system((command + " >/dev/null 2>&1").c_str()), 0) << command;
+}
+
+// A directory laid out like a kubelet volume: <dir>/<name> -> ..data/<name>, ..data -> a
+// timestamped directory; publish() swaps ..data in one rename.
+class KubeletVolume {
+public:
+  explicit KubeletVolume(fs::path dir) : dir_(std::move(dir)) { fs::create_directories(dir_); }
+
+  void publish(const std::map<std::string, std::string>& files) {
+    const fs::path version = dir_ / ("..version" + std::to_string(++generation_));
+    fs::create_directories(version);
+    for (const auto& [name, content] : files) {
+      std::ofstream(version / name) << content;
+      if (!fs::is_symlink(dir_ / name)) {
+        fs::create_symlink(fs::path("..data") / name, dir_ / name);
+      }
+    }
+    fs::create_symlink(version.filename(), dir_ / "..data_tmp");
+    fs::rename(dir_ / "..data_tmp", dir_ / "..data");
+  }
+  fs::path path(const std::string& name) const { return dir_ / name; }
+
+private:
+  fs::path dir_;
+  int generation_ = 0;
+};
+
+class WebhookProcess {
+public:
+  WebhookProcess(const std::vector<std::string>& args, const fs::path& log) : log_(log) {
+    pid_ = fork();
+    if (pid_ == 0) {
+      prctl(PR_SET_PDEATHSIG, SIGKILL); // never outlive a test run that was killed
+      std::freopen(log.c_str(), "w", stderr);
+      std::vector<char*> argv;
+      std::string binary = RDMA_WEBHOOK_BINARY;
+      argv.push_back(binary.data());
+      std::vector<std::string> copy = args;
+      for (std::string& a : copy) {
+        argv.push_back(a.data());
+      }
+      argv.push_back(nullptr);
+      execv(binary.c_str(), argv.data());
+      _exit(127);
+    }
+  }
+  ~WebhookProcess() {
+    if (pid_ > 0 && !exited_) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+
+  // The port from the "serving" log line; 0 if the process did not get there in time.
+  int waitForPort() {
+    const std::regex serving("serving address=[^ ]*:([0-9]+)");
+    for (int i = 0; i < 200; ++i) {
+      std::smatch m;
+      const std::string log = readText(log_);
+      if (std::regex_search(log, m, serving)) {
+        return std::stoi(m[1]);
+      }
+      std::this_thread::sleep_for(25ms);
+    }
+    return 0;
+  }
+  void signal(int sig) { kill(pid_, sig); }
+  int wait() {
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    exited_ = true;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+  std::string log() const { return readText(log_); }
+
+private:
+  fs::path log_;
+  pid_t pid_ = -1;
+  bool exited_ = false;
+};
+
+json podReview(const std::string& uid) {
+  const json pod = json::parse(
+      readText(fs::path(KUBE_RDMA_WEBHOOK_TESTDATA) / "pods" / "pytorchjob-master.json"));
+  return {{"apiVersion", "admission.k8s.io/v1"},
+          {"kind", "AdmissionReview"},
+          {"request",
+           {{"uid", uid},
+            {"kind", {{"group", ""}, {"version", "v1"}, {"kind", "Pod"}}},
+            {"resource", {{"group", ""}, {"version", "v1"}, {"resource", "pods"}}},
+            {"namespace", "training"},
+            {"operation", "CREATE"},
+            {"object", pod}}}};
+}
+
+// The subject CN of the certificate the server presents to a new connection, and whether a
+// handshake limited to `max_version` succeeds at all.
+struct Handshake {
+  bool ok = false;
+  std::string common_name;
+};
+
+Handshake handshake(int port, int max_version) {
+  Handshake result;
+  SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
+  // Level 0 lets this client offer TLS 1.0/1.1, so a refusal is the server's doing.
+  SSL_CTX_set_security_level(ctx, 0);
+  SSL_CTX_set_cipher_list(ctx, "DEFAULT:@SECLEVEL=0");
+  SSL_CTX_set_min_proto_version(ctx, TLS1_VERSION);
+  SSL_CTX_set_max_proto_version(ctx, max_version);
+  BIO* bio = BIO_new_ssl_connect(ctx);
+  BIO_set_conn_hostname(bio, ("127.0.0.1:" + std::to_string(port)).c_str());
+  if (BIO_do_connect(bio) == 1 && BIO_do_handshake(bio) == 1) {
+    SSL* ssl = nullptr;
+    BIO_get_ssl(bio, &ssl);
+    if (X509* peer = SSL_get1_peer_certificate(ssl)) {
+      char cn[256] = {0};
+      X509_NAME_get_text_by_NID(X509_get_subject_name(peer), NID_commonName, cn, sizeof(cn));
+      result.common_name = cn;
+      X509_free(peer);
+    }
+    result.ok = true;
+  }
+  BIO_free_all(bio);
+  SSL_CTX_free(ctx);
+  return result;
+}
+
+// Sends raw request bytes on a new TLS connection and returns the response's status line.
+std::string statusLine(int port, const std::string& request) {
+  SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
+  BIO* bio = BIO_new_ssl_connect(ctx);
+  BIO_set_conn_hostname(bio, ("127.0.0.1:" + std::to_string(port)).c_str());
+  std::string response;
+  if (BIO_do_connect(bio) == 1 &&
+      BIO_write(bio, request.data(), static_cast<int>(request.size())) > 0) {
+    char buffer[512];
+    int n = 0;
+    while (response.find("\r\n") == std::string::npos &&
+           (n = BIO_read(bio, buffer, sizeof(buffer))) > 0) {
+      response.append(buffer, static_cast<size_t>(n));
+    }
+  }
+  BIO_free_all(bio);
+  SSL_CTX_free(ctx);
+  return response.substr(0, response.find("\r\n"));
+}
+
+class WebhookE2E : public testing::Test {
+protected:
+  static void SetUpTestSuite() {
+    // A server that refuses a body closes while the client still writes it: EPIPE, not a signal.
+    signal(SIGPIPE, SIG_IGN);
+    dir_ =
+        new fs::path(fs::temp_directory_path() / ("rdma-webhook-e2e-" + std::to_string(getpid())));
+    fs::create_directories(*dir_);
+    const std::string d = dir_->string();
+    run("openssl req -x509 -newkey rsa:2048 -nodes -keyout " + d + "/ca.key -out " + d +
+        "/ca.crt -days 2 -subj /CN=kube-rdma-test-ca");
+    std::ofstream(*dir_ / "san.ext") << "subjectAltName=IP:127.0.0.1,DNS:localhost\n";
+    for (const std::string name : {"serving-a", "serving-b"}) {
+      run("openssl req -newkey rsa:2048 -nodes -keyout " + d + "/" + name + ".key -out " + d + "/" +
+          name + ".csr -subj /CN=" + name);
+      run("openssl x509 -req -in " + d + "/" + name + ".csr -CA " + d + "/ca.crt -CAkey " + d +
+          "/ca.key -CAcreateserial -days 1 -extfile " + d + "/san.ext -out " + d + "/" + name +
+          ".crt");
+    }
+  }
+  static void TearDownTestSuite() {
+    fs::remove_all(*dir_);
+    delete dir_;
+  }
+
+  void SetUp() override {
+    const std::string test = testing::UnitTest::GetInstance()->current_test_info()->name();
+    work_ = *dir_ / test;
+    fs::remove_all(work_);
+    tls_ = std::make_unique<KubeletVolume>(work_ / "tls");
+    policy_ = std::make_unique<KubeletVolume>(work_ / "policy");
+    publishCertificate("serving-a");
+    policy_->publish({{"policy.json", "{}"}});
+  }
+
+  void publishCertificate(const std::string& name) {
+    tls_->publish({{"tls.crt", readText(*dir_ / (name + ".crt"))},
+                   {"tls.key", readText(*dir_ / (name + ".key"))}});
+  }
+
+  std::unique_ptr<WebhookProcess> start(std::vector<std::string> extra = {}) {
+    std::vector<std::string> args = {"--tls-cert-file",
+                                     tls_->path("tls.crt").string(),
+                                     "--tls-private-key-file",
+                                     tls_->path("tls.key").string(),
+                                     "--listen-address",
+                                     "127.0.0.1:0",
+                                     "--policy",
+                                     policy_->path("policy.json"),
+                                     "--shutdown-delay",
+                                     "1"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto process = std::make_unique<WebhookProcess>(args, work_ / "webhook.log");
+    port_ = process->waitForPort();
+    EXPECT_NE(port_, 0) << process->log();
+    return process;
+  }
+
+  std::unique_ptr<httplib::SSLClient> client() const {
+    auto c = std::make_unique<httplib::SSLClient>("127.0.0.1", port_);
+    c->set_ca_cert_path((*dir_ / "ca.crt").c_str());
+    c->enable_server_certificate_verification(true);
+    c->set_read_timeout(5, 0);
+    return c;
+  }
+
+  // Posts one review; empty string when it went through and the reply is right, else why not.
+  std::string review(httplib::SSLClient& c, const std::string& uid) const {
+    auto res = c.Post("/mutate?timeout=5s", podReview(uid).dump(), "application/json");
+    if (!res) {
+      return "transport error " + httplib::to_string(res.error());
+    }
+    if (res->status != 200) {
+      return "status " + std::to_string(res->status) + ": " + res->body;
+    }
+    const json reply = json::parse(res->body, nullptr, false);
+    if (reply.is_discarded() || reply["response"]["uid"] != uid ||
+        reply["response"]["allowed"] != true || reply["response"]["patchType"] != "JSONPatch") {
+      return "bad reply " + res->body;
+    }
+    return "";
+  }
+
+  std::string metrics() const {
+    auto res = client()->Get("/metrics");
+    return res ? res->body : "";
+  }
+
+  // Waits for a condition that depends on the webhook noticing a file change.
+  template <class F> bool eventually(F condition) const {
+    for (int i = 0; i < 200; ++i) {
+      if (condition()) {
+        return true;
+      }
+      std::this_thread::sleep_for(25ms);
+    }
+    return false;
+  }
+
+  static fs::path* dir_;
+  fs::path work_;
+  std::unique_ptr<KubeletVolume> tls_;
+  std::unique_ptr<KubeletVolume> policy_;
+  int port_ = 0;
+};
+
+fs::path* WebhookE2E::dir_ = nullptr;
+
+TEST_F(WebhookE2E, ServesReviewsHealthAndReadinessOverVerifiedTls) {
+  auto process = start();
+  auto c = client();
+  EXPECT_EQ(review(*c, "uid-1"), "");
+  auto ready = c->Get("/readyz");
+  ASSERT_TRUE(ready);
+  EXPECT_EQ(ready->status, 200);
+  auto healthy = c->Get("/healthz");
+  ASSERT_TRUE(healthy);
+  EXPECT_EQ(healthy->status, 200);
+  const std::string m = metrics();
+  EXPECT_NE(m.find("rdma_webhook_requests_total{outcome=\"mutated\"} 1"), std::string::npos) << m;
+  EXPECT_NE(m.find("rdma_webhook_mutations_total{kind=\"ipc-lock\"} 1"), std::string::npos);
+  EXPECT_NE(m.find("rdma_webhook_policy_generation 1"), std::string::npos);
+}
+
+TEST_F(WebhookE2E, CertificateRotatesMidStreamWithoutAFailedRequest) {
+  auto process = start();
+  ASSERT_EQ(handshake(port_, TLS1_3_VERSION).common_name, "serving-a");
+
+  std::atomic<bool> stop{false};
+  std::atomic<int> sent{0};
+  std::vector<std::string> failures;
+  std::thread stream([&] {
+    // A new client every 20 requests, so new handshakes happen throughout the rotation.
+    while (!stop) {
+      auto c = client();
+      for (int i = 0; i < 20 && !stop; ++i) {
+        std::string error = review(*c, "uid-" + std::to_string(sent.fetch_add(1)));
+        if (!error.empty()) {
+          failures.push_back(error);
+        }
+      }
+    }
+  });
+  ASSERT_TRUE(eventually([&] { return sent > 100; }));
+  publishCertificate("serving-b");
+  EXPECT_TRUE(eventually([&] {
+    return handshake(port_, TLS1_3_VERSION).common_name == "serving-b";
+  })) << process->log();
+  const int at_rotation = sent;
+  ASSERT_TRUE(eventually([&] { return sent > at_rotation + 100; }));
+  stop = true;
+  stream.join();
+  EXPECT_TRUE(failures.empty()) << failures.size() << " failed, first: " << failures.front();
+  EXPECT_GT(sent, 200);
+}
+
+TEST_F(WebhookE2E, BadCertificateKeepsTheLastGoodOneAndIsReported) {
+  auto process = start();
+  // A key that belongs to another certificate: rejected as a pair.
+  tls_->publish({{"tls.crt", readText(*dir_ / "serving-b.crt")},
+                 {"tls.key", readText(*dir_ / "serving-a.key")}});
+  EXPECT_TRUE(eventually([&] {
+    return metrics().find("rdma_webhook_certificate_reload_errors_total 0") == std::string::npos;
+  }));
+  EXPECT_EQ(handshake(port_, TLS1_3_VERSION).common_name, "serving-a");
+  EXPECT_EQ(review(*client(), "uid-after-bad-cert"), "");
+  EXPECT_NE(process->log().find("does not match certificate"), std::string::npos);
+}
+
+TEST_F(WebhookE2E, Tls10And11AreRefusedAndTls12IsAccepted) {
+  auto process = start();
+  EXPECT_FALSE(handshake(port_, TLS1_VERSION).ok);
+  EXPECT_FALSE(handshake(port_, TLS1_1_VERSION).ok);
+  EXPECT_TRUE(handshake(port_, TLS1_2_VERSION).ok);
+}
+
+TEST_F(WebhookE2E, PolicyReloadsOnConfigMapSwapAndABadOneKeepsTheLastGood) {
+  auto process = start();
+  policy_->publish({{"policy.json", R"({"env": [{"name": "NCCL_DEBUG", "value": "INFO"}]})"}});
+  ASSERT_TRUE(eventually([&] {
+    return metrics().find("rdma_webhook_policy_generation 2") != std::string::npos;
+  })) << process->log();
+  auto c = client();
+  auto res = c->Post("/mutate", podReview("uid-p").dump(), "application/json");
+  ASSERT_TRUE(res);
+  const json reply = json::parse(res->body);
+  std::string patch(reply["response"]["patch"].get<std::string>().size(), '\0');
+  const std::string encoded = reply["response"]["patch"];
+  const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(patch.data()),
+                                reinterpret_cast<const unsigned char*>(encoded.data()),
+                                static_cast<int>(encoded.size()));
+  ASSERT_GT(n, 0);
+  EXPECT_NE(patch.find("NCCL_DEBUG"), std::string::npos);
+  EXPECT_EQ(patch.find("NCCL_IB_TIMEOUT"), std::string::npos); // env replaced the defaults
+
+  policy_->publish({{"policy.json", R"({"ipcLock": "yes"})"}});
+  ASSERT_TRUE(eventually([&] {
+    return metrics().find("rdma_webhook_policy_reload_errors_total 1") != std::string::npos;
+  }));
+  EXPECT_NE(metrics().find("rdma_webhook_policy_generation 2"), std::string::npos);
+  EXPECT_EQ(client()->Get("/readyz")->status, 200);
+  EXPECT_NE(process->log().find("$.ipcLock"), std::string::npos);
+}
+
+TEST_F(WebhookE2E, BodiesWithoutALengthOrOverTheCapAreRefusedBeforeReading) {
+  auto process = start();
+  // Only the headers are sent: an answer proves the server decided before reading any body.
+  const std::string head = "POST /mutate HTTP/1.1\r\nHost: webhook\r\n"
+                           "Content-Type: application/json\r\n";
+  EXPECT_EQ(statusLine(port_, head + "Transfer-Encoding: chunked\r\n\r\n"),
+            "HTTP/1.1 411 Length Required");
+  EXPECT_EQ(statusLine(port_, head + "\r\n"), "HTTP/1.1 411 Length Required");
+  EXPECT_EQ(statusLine(port_, head + "Content-Length: 7340032\r\n\r\n"),
+            "HTTP/1.1 413 Payload Too Large");
+  auto garbage = client()->Post("/mutate", "not json", "application/json");
+  ASSERT_TRUE(garbage);
+  EXPECT_EQ(garbage->status, 400);
+  EXPECT_NE(garbage->body.find("not JSON"), std::string::npos);
+  // The server is still fine afterwards.
+  EXPECT_EQ(review(*client(), "uid-after"), "");
+}
+
+TEST_F(WebhookE2E, SigtermDrainsAnswersRequestsInFlightAndExitsCleanly) {
+  auto process = start();
+  auto c = client();
+  ASSERT_EQ(review(*c, "uid-before"), "");
+  process->signal(SIGTERM);
+  EXPECT_TRUE(eventually([&] {
+    auto ready = client()->Get("/readyz");
+    return ready && ready->status == 503;
+  }));
+  // Still answering during the drain delay.
+  EXPECT_EQ(review(*client(), "uid-draining"), "");
+  EXPECT_EQ(process->wait(), 0);
+  EXPECT_NE(process->log().find("stopped"), std::string::npos);
+}
+
+} // namespace
+} // namespace kube_rdma
