@@ -21,29 +21,34 @@ std::string quoted(std::string_view text) {
   return "\"" + std::string(text) + "\"";
 }
 
-Result<std::string> readFd(int fd, const std::string& what, size_t max_bytes) {
+// Closes the descriptor on every path out of readFd.
+struct FdCloser {
+  int fd;
+  ~FdCloser() { ::close(fd); }
+};
+
+// Reads until EOF, or once when `single_read`: sysfs serves an attribute's whole text (at most a
+// page) in its first read, so a second read() would only return 0.
+Result<std::string> readFd(int fd, const std::string& what, size_t max_bytes, bool single_read) {
+  const FdCloser closer{fd};
   std::string out;
-  char buf[512];
+  char buf[kMaxAttributeBytes + 1];
   while (true) {
     const ssize_t n = ::read(fd, buf, sizeof(buf));
     if (n < 0) {
       if (errno == EINTR) {
         continue;
       }
-      const int err = errno;
-      ::close(fd);
-      return makeError("cannot read " + what + ": " + std::strerror(err));
-    }
-    if (n == 0) {
-      break;
+      return makeError("cannot read " + what + ": " + std::strerror(errno));
     }
     out.append(buf, static_cast<size_t>(n));
     if (out.size() > max_bytes) {
-      ::close(fd);
       return makeError(what + " is larger than " + std::to_string(max_bytes) + " bytes");
     }
+    if (n == 0 || (single_read && static_cast<size_t>(n) < sizeof(buf))) {
+      break;
+    }
   }
-  ::close(fd);
   if (!out.empty() && out.back() == '\n') {
     out.pop_back();
   }
@@ -73,7 +78,7 @@ Result<std::string> readAttribute(const std::string& path, size_t max_bytes) {
   if (fd < 0) {
     return makeError("cannot open " + path + ": " + std::strerror(errno));
   }
-  return readFd(fd, path, max_bytes);
+  return readFd(fd, path, max_bytes, false);
 }
 
 Result<std::string> readAttributeAt(int dir_fd, const char* name) {
@@ -81,7 +86,7 @@ Result<std::string> readAttributeAt(int dir_fd, const char* name) {
   if (fd < 0) {
     return makeError(std::string("cannot open ") + name + ": " + std::strerror(errno));
   }
-  return readFd(fd, name, kMaxAttributeBytes);
+  return readFd(fd, name, kMaxAttributeBytes, true);
 }
 
 Result<PortState> parsePortState(std::string_view text) {

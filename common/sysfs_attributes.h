@@ -23,7 +23,9 @@ constexpr size_t kMaxAttributeBytes = 4096;
 // with an error (EINVAL for unused GID entries) fails here, with the path and the errno text.
 Result<std::string> readAttribute(const std::string& path, size_t max_bytes = kMaxAttributeBytes);
 
-// Same, for a path relative to an open directory (cheaper: no path walk from the root).
+// Same, for a sysfs attribute relative to an open directory (cheaper: no path walk from the
+// root; AT_FDCWD for a plain path). Reads once: sysfs returns an attribute's whole text in the
+// first read, so this is not for procfs or regular files that may return short reads.
 Result<std::string> readAttributeAt(int dir_fd, const char* name);
 
 // "4: ACTIVE" -> PortState::kActive. The number must be 0..5 and name the state the kernel prints.

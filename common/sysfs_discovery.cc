@@ -200,7 +200,8 @@ std::string portNetdev(const Port& port, const std::vector<NetdevInfo>& netdevs)
   return candidates.size() == 1 ? candidates.front()->name : "";
 }
 
-void readGids(int port_fd, const std::string& rel, Port& port, Warnings& warnings) {
+void readGids(int port_fd, const std::string& rel, GidTables tables, Port& port,
+              Warnings& warnings) {
   const auto names = listDir(port_fd, "gids");
   if (!names) {
     warnings.add(rel + "/gids", "cannot list the GID table");
@@ -211,7 +212,10 @@ void readGids(int port_fd, const std::string& rel, Port& port, Warnings& warning
   DirFd types(port_fd, "gid_attrs/types");
   DirFd ndevs(port_fd, "gid_attrs/ndevs");
   char name[16];
-  for (uint32_t i = 0; i < port.gid_table_len; ++i) {
+  // GID 0 alone still names the port's netdev (RoCE ndevs, IB port GUID).
+  const uint32_t count =
+      tables == GidTables::kRead ? port.gid_table_len : std::min<uint32_t>(port.gid_table_len, 1);
+  for (uint32_t i = 0; i < count; ++i) {
     const auto [end, ec] = std::to_chars(name, name + sizeof(name) - 1, i);
     *end = '\0';
     auto text = readAttributeAt(gids.get(), name);
@@ -247,7 +251,8 @@ void readGids(int port_fd, const std::string& rel, Port& port, Warnings& warning
   }
 }
 
-Port readPort(int ports_fd, const std::string& rel, uint32_t number, Warnings& warnings) {
+Port readPort(int ports_fd, const std::string& rel, uint32_t number, GidTables tables,
+              Warnings& warnings) {
   Port port;
   port.number = number;
   DirFd fd(ports_fd, std::to_string(number));
@@ -267,7 +272,7 @@ Port readPort(int ports_fd, const std::string& rel, uint32_t number, Warnings& w
     }
   }
   readParsed(fd.get(), rel, "lid", warnings, parseLid, port.lid);
-  readGids(fd.get(), rel, port, warnings);
+  readGids(fd.get(), rel, tables, port, warnings);
   return port;
 }
 
@@ -279,7 +284,7 @@ void readPciFacts(int dev_fd, const std::string& rel, const std::string& resolve
     warnings.add(drel, "no PCI function: " + std::string(std::strerror(errno)));
     return;
   }
-  if (auto path = resolvePciePath(resolved_root, abs_dev + "/device")) {
+  if (auto path = resolvePciePath(resolved_root, abs_dev + "/device", fn.get())) {
     d.pcie_path = std::move(*path);
     d.pci_address = d.pcie_path.back();
   } else {
@@ -321,7 +326,8 @@ void readPciFacts(int dev_fd, const std::string& rel, const std::string& resolve
 }
 
 std::optional<RdmaDevice> readDevice(int class_fd, const std::string& resolved_root,
-                                     const std::string& name, Warnings& warnings) {
+                                     const std::string& name, GidTables tables,
+                                     Warnings& warnings) {
   const std::string rel = "class/infiniband/" + name;
   DirFd dev(class_fd, name);
   if (!dev.ok()) {
@@ -357,7 +363,7 @@ std::optional<RdmaDevice> readDevice(int class_fd, const std::string& resolved_r
   DirFd ports(dev.get(), "ports");
   std::vector<NetdevInfo> netdevs;
   for (uint32_t n : numbers) {
-    Port port = readPort(ports.get(), rel + "/ports/" + std::to_string(n), n, warnings);
+    Port port = readPort(ports.get(), rel + "/ports/" + std::to_string(n), n, tables, warnings);
     if (netdevs.empty() && !netdev_names.empty()) {
       netdevs = readNetdevs(fn.get(), netdev_names);
     }
@@ -380,11 +386,12 @@ std::vector<GpuDevice> discoverGpus(const std::string& resolved_root, Warnings& 
     return gpus;
   }
   for (const auto& bdf : listDir(bus.get(), ".").value_or(std::vector<std::string>{})) {
-    DirFd fn(bus.get(), bdf);
-    auto vendor = readAttributeAt(fn.get(), "vendor");
+    // Most functions are not NVIDIA's: read their vendor without opening their directory.
+    auto vendor = readAttributeAt(bus.get(), (bdf + "/vendor").c_str());
     if (!vendor || *vendor != "0x10de") {
       continue;
     }
+    DirFd fn(bus.get(), bdf);
     const std::string rel = "bus/pci/devices/" + bdf;
     auto klass = readOrWarn(fn.get(), rel, "class", warnings);
     if (!klass || !isGpu(*vendor, *klass)) {
@@ -396,7 +403,7 @@ std::vector<GpuDevice> discoverGpus(const std::string& resolved_root, Warnings& 
         fn.get(), rel, "device", warnings,
         [](const std::string& s) { return Result<std::string>(s); }, gpu.device_id);
     readParsed(fn.get(), rel, "numa_node", warnings, parseNumaNode, gpu.numa_node);
-    if (auto path = resolvePciePath(resolved_root, resolved_root + "/" + rel)) {
+    if (auto path = resolvePciePath(resolved_root, resolved_root + "/" + rel, fn.get())) {
       gpu.pcie_path = std::move(*path);
     } else {
       warnings.add(rel, path.error().message);
@@ -448,7 +455,7 @@ bool naturalLess(const std::string& a, const std::string& b) {
   return a < b;
 }
 
-NodeTopology discoverFromSysfs(const DiscoveryRoots& roots) {
+NodeTopology discoverFromSysfs(const DiscoveryRoots& roots, GidTables tables) {
   NodeTopology topo;
   topo.source = "sysfs";
   Warnings warnings(topo.warnings);
@@ -465,7 +472,7 @@ NodeTopology discoverFromSysfs(const DiscoveryRoots& roots) {
     auto names = listDir(klass.get(), ".").value_or(std::vector<std::string>{});
     std::sort(names.begin(), names.end(), naturalLess);
     for (const auto& name : names) {
-      if (auto device = readDevice(klass.get(), resolved_root, name, warnings)) {
+      if (auto device = readDevice(klass.get(), resolved_root, name, tables, warnings)) {
         topo.devices.push_back(std::move(*device));
       }
     }
@@ -491,7 +498,7 @@ std::vector<PortStateSample> readPortStates(const std::string& sysfs_root,
       const size_t dev_len = path.size();
       path += "/ports/" + std::to_string(port.number) + "/state";
       PortStateSample sample{device.name, port.number, true, PortState::kNop};
-      if (auto text = readAttribute(path)) {
+      if (auto text = readAttributeAt(AT_FDCWD, path.c_str())) {
         // A state that does not parse leaves kNop: present but not usable.
         if (auto state = parsePortState(*text)) {
           sample.state = *state;

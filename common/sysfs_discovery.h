@@ -21,7 +21,11 @@ struct DiscoveryRoots {
 // malformed skips that entry only (a GID, a port's state, a device's NUMA node...) with a
 // DiscoveryWarning naming the path; a GID attribute that reads with an error (the kernel's EINVAL
 // for unused entries and IB netdevs) is normal and not a warning.
-NodeTopology discoverFromSysfs(const DiscoveryRoots& roots);
+//
+// GidTables::kFirstOnly reads only GID 0 of each port (enough to name its netdev), for callers
+// that take the tables from libibverbs; gid_table_len is still the full table's length.
+enum class GidTables { kRead, kFirstOnly };
+NodeTopology discoverFromSysfs(const DiscoveryRoots& roots, GidTables tables = GidTables::kRead);
 
 // The fast health path: one port's state as it is now.
 struct PortStateSample {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <limits.h>
+#include <unistd.h>
 
 namespace kube_rdma {
 namespace {
@@ -86,12 +87,22 @@ Result<std::vector<std::string>> parsePciePath(std::string_view path) {
 }
 
 Result<std::vector<std::string>> resolvePciePath(const std::string& resolved_sysfs_root,
-                                                 const std::string& link) {
+                                                 const std::string& link, int dir_fd) {
   char buf[PATH_MAX];
-  if (::realpath(link.c_str(), buf) == nullptr) {
-    return makeError("cannot resolve " + link);
+  std::string real;
+  if (dir_fd >= 0) {
+    const std::string proc = "/proc/self/fd/" + std::to_string(dir_fd);
+    const ssize_t n = ::readlink(proc.c_str(), buf, sizeof(buf));
+    if (n > 0 && static_cast<size_t>(n) < sizeof(buf)) {
+      real.assign(buf, static_cast<size_t>(n));
+    }
   }
-  const std::string real(buf);
+  if (real.empty()) {
+    if (::realpath(link.c_str(), buf) == nullptr) {
+      return makeError("cannot resolve " + link);
+    }
+    real = buf;
+  }
   const std::string prefix = resolved_sysfs_root + "/devices/";
   if (real.compare(0, prefix.size(), prefix) != 0) {
     return makeError(link + " resolves to " + real + ", outside " + prefix);

@@ -34,8 +34,10 @@ Result<std::vector<std::string>> parsePciePath(std::string_view devices_relative
 // The same from a sysfs link to a PCI function (class/infiniband/<dev>/device,
 // bus/pci/devices/<bdf>): its realpath must lie below <resolved_sysfs_root>/devices/.
 // resolved_sysfs_root is the realpath of the sysfs root.
+// `dir_fd`, when >= 0, is the link's directory already opened: its path is then read from
+// /proc/self/fd in one call instead of resolving every component.
 Result<std::vector<std::string>> resolvePciePath(const std::string& resolved_sysfs_root,
-                                                 const std::string& link);
+                                                 const std::string& link, int dir_fd = -1);
 
 // "pci0000:80" for a path whose root port is "0000:80:02.0"; "" for an empty path.
 std::string rootComplexOf(const std::vector<std::string>& pcie_path);

@@ -199,7 +199,7 @@ NodeTopology discoverNode(const DiscoveryRoots& roots, Logger& logger, VerbsDevi
     return discoverFromSysfs(roots);
   }
   logger.info("discovery via libibverbs", {{"devices", std::to_string(scan->devices.size())}});
-  return mergeSysfsFacts(std::move(*scan), discoverFromSysfs(roots));
+  return mergeSysfsFacts(std::move(*scan), discoverFromSysfs(roots, GidTables::kFirstOnly));
 }
 
 NodeTopology discoverNode(const DiscoveryRoots& roots, Logger& logger) {

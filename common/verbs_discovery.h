@@ -42,8 +42,8 @@ public:
 };
 
 // libibverbs when roots.sysfs_root is the source's own root and it lists devices, merged with the
-// sysfs-only facts (PCI, NUMA, netdevs, uverbs, SR-IOV, GPUs, management NIC); otherwise sysfs,
-// after logging why.
+// sysfs-only facts (PCI, NUMA, netdevs, uverbs, SR-IOV, GPUs, management NIC; the GID tables then
+// come from libibverbs only); otherwise sysfs, after logging why.
 NodeTopology discoverNode(const DiscoveryRoots& roots, Logger& logger, VerbsDeviceSource& source);
 NodeTopology discoverNode(const DiscoveryRoots& roots, Logger& logger);
 

@@ -97,6 +97,16 @@ void BM_DiscoverA100(benchmark::State& state) {
 }
 BENCHMARK(BM_DiscoverA100)->Unit(benchmark::kMicrosecond);
 
+// What discoverNode reads from sysfs when libibverbs supplies the GID tables.
+void BM_DiscoverA100FirstGidOnly(benchmark::State& state) {
+  const auto r = roots("a100-roce");
+  for (auto _ : state) {
+    auto topo = discoverFromSysfs(r, GidTables::kFirstOnly);
+    benchmark::DoNotOptimize(topo.devices.data());
+  }
+}
+BENCHMARK(BM_DiscoverA100FirstGidOnly)->Unit(benchmark::kMicrosecond);
+
 void BM_ReferenceReadA100Files(benchmark::State& state) {
   readAll(state, filesDiscoveryReads("a100-roce"));
 }

@@ -113,6 +113,24 @@ TEST(SysfsDiscovery, A100NodeMatchesTheGuide) {
   EXPECT_EQ(topo.devices[0].pcie_path.size(), 2u); // directly under a root port
 }
 
+TEST(SysfsDiscovery, FirstGidOnlyStillNamesEveryPortsNetdev) {
+  for (const char* name : {"a100-roce", "ib-hdr8", "dual-port"}) {
+    const auto full = discoverFixture(name);
+    const auto quick = discoverFromSysfs(fixtureRoots(name), GidTables::kFirstOnly);
+    EXPECT_TRUE(quick.warnings.empty()) << warningsText(quick);
+    ASSERT_EQ(quick.devices.size(), full.devices.size()) << name;
+    for (size_t d = 0; d < full.devices.size(); ++d) {
+      for (size_t p = 0; p < full.devices[d].ports.size(); ++p) {
+        const Port& q = quick.devices[d].ports[p];
+        EXPECT_EQ(q.netdev, full.devices[d].ports[p].netdev) << name;
+        EXPECT_EQ(q.gid_table_len, full.devices[d].ports[p].gid_table_len) << name;
+        ASSERT_EQ(q.gids.size(), 1u) << name;
+        EXPECT_EQ(q.gids[0].index, 0u);
+      }
+    }
+  }
+}
+
 TEST(SysfsDiscovery, InfiniBandNodeUsesIpoibNetdevsAndLids) {
   const auto topo = discoverFixture("ib-hdr8");
   EXPECT_TRUE(topo.warnings.empty()) << warningsText(topo);
