@@ -1,4 +1,5 @@
 #include <fstream>
+#include <ostream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -37,6 +38,11 @@ struct ConfigPair {
   std::string plugin_config; // path under the source tree
   std::string webhook_policy;
 };
+
+// Names the case in test listings (gtest would print the struct's bytes).
+void PrintTo(const ConfigPair& pair, std::ostream* os) {
+  *os << pair.description;
+}
 
 class ShippedConfigTest : public testing::TestWithParam<ConfigPair> {};
 
