@@ -14,6 +14,15 @@ namespace {
 constexpr auto kRegisterTimeout = std::chrono::seconds(5);
 constexpr auto kRegisterRetry = std::chrono::seconds(1);
 
+// GID tables are the bulk of discovery (up to 256 entries per port, three files each); only the
+// "agreed" NCCL_IB_GID_INDEX mode reads them.
+GidTables gidTablesFor(const PluginConfig& config) {
+  const bool needed = std::any_of(config.pools.begin(), config.pools.end(), [](const PoolSpec& p) {
+    return p.nccl.gid_index_mode == GidIndexMode::kAgreed;
+  });
+  return needed ? GidTables::kRead : GidTables::kFirstOnly;
+}
+
 bool fileExists(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0;
@@ -77,8 +86,7 @@ Status PluginManager::start() {
   if (!config) {
     return config.error(); // at start there is no last good config to keep
   }
-  auto topology = std::make_shared<const NodeTopology>(
-      discoverFromSysfs({flags_.sysfs_root, flags_.proc_root}));
+  auto topology = discover(*config);
   for (const auto& warning : topology->warnings) {
     logger_.warn("discovery skipped an entry",
                  {{"path", warning.path}, {"error", warning.message}});
@@ -87,7 +95,6 @@ Status PluginManager::start() {
                                    {"management_netdev", topology->management_netdev},
                                    {"registration_mode", toString(mode_)},
                                    {"node", flags_.node_name}});
-  writeTopologyState(*topology);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (auto status = applyConfig(*config, topology); !status) {
@@ -278,7 +285,11 @@ void PluginManager::onConfigChanged() {
   if (*config == config_) {
     return; // a ConfigMap swap with the same content, or a duplicate event
   }
-  if (auto status = applyConfig(*config, topology_); !status) {
+  auto topology = topology_;
+  if (gidTablesFor(*config) != gidTablesFor(config_)) {
+    topology = discover(*config); // the new config reads GID tables the old one did not
+  }
+  if (auto status = applyConfig(*config, topology); !status) {
     metrics_
         .counter("kube_rdma_plugin_config_reloads_total", "Config reloads by outcome.",
                  {{"outcome", "error"}})
@@ -293,9 +304,13 @@ void PluginManager::onConfigChanged() {
   logger_.info("config reloaded", {{"pools", std::to_string(pools_.size())}});
 }
 
+std::shared_ptr<const NodeTopology> PluginManager::discover(const PluginConfig& config) const {
+  return std::make_shared<const NodeTopology>(
+      discoverFromSysfs({flags_.sysfs_root, flags_.proc_root}, gidTablesFor(config)));
+}
+
 void PluginManager::onDevicesChanged() {
-  auto topology = std::make_shared<const NodeTopology>(
-      discoverFromSysfs({flags_.sysfs_root, flags_.proc_root}));
+  auto topology = discover(config_);
   logger_.info("RDMA devices changed, rediscovered",
                {{"devices", std::to_string(topology->devices.size())}});
   writeTopologyState(*topology);
@@ -322,6 +337,7 @@ void PluginManager::onHealthSample(const NodeHealthView& view) {
 void PluginManager::run(std::stop_token stop) {
   std::unique_lock<std::mutex> lock(mutex_);
   registerPending();
+  writeTopologyState(*topology_); // after registering: fsync is slow and nothing waits for it
   while (!stop.stop_requested()) {
     const bool pending = std::any_of(pools_.begin(), pools_.end(),
                                      [](const auto& p) { return !p.second.registered; });

@@ -69,6 +69,7 @@ private:
   void onHealthSample(const NodeHealthView& view);
   std::string socketDir() const;
   bool kubeletSocketExists() const;
+  std::shared_ptr<const NodeTopology> discover(const PluginConfig& config) const;
   void writeTopologyState(const NodeTopology& topology);
   std::chrono::milliseconds resendInterval() const;
 

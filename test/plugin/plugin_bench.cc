@@ -1,0 +1,309 @@
+// plugin_bench: the device plugin's speed and footprint, each beside a reference measured in the
+// same run. Not a test: it prints figures for BENCHMARKS.md.
+//
+//   plugin_bench [--idle-seconds N] [--rounds N] [--calls N]
+//
+// 1. start until registered: fork/exec of the plugin until the simulated kubelet has both pools
+//    registered with their first list (kubelet.sock already there); reference: fork/exec of
+//    /bin/true until it exits.
+// 2. Allocate round trip over the unix socket; reference: a trivial gRPC echo (this program in
+//    --echo-server mode) over the same kind of socket.
+// 3. port state change and kubelet restart until the kubelet sees them.
+// 4. idle RSS (VmRSS) and idle CPU (utime+stime) of the plugin and of the echo server.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include <grpcpp/grpcpp.h>
+
+#include "deviceplugin/v1beta1/api.grpc.pb.h"
+#include "test/plugin/kubelet_simulator.h"
+#include "test/plugin/plugin_process.h"
+#include "test/plugin/temp_dir.h"
+
+namespace kube_rdma {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+constexpr auto kDeadline = std::chrono::seconds(10);
+constexpr const char* kConfig = R"({"version": "v1", "pools": [
+  {"resourceName": "example.com/hca", "mode": "exclusive",
+   "selector": {"deviceNames": ["mlx5_[1-4]"]}},
+  {"resourceName": "example.com/shared", "selector": {"deviceNames": ["mlx5_[5-8]"]}}]})";
+
+double micros(Clock::duration d) {
+  return std::chrono::duration<double, std::micro>(d).count();
+}
+
+struct Stats {
+  double p50, p99, max;
+};
+Stats stats(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  auto at = [&](double q) { return v[std::min(v.size() - 1, static_cast<size_t>(q * v.size()))]; };
+  return {at(0.5), at(0.99), v.back()};
+}
+
+// The trivial service of the reference: every call answers at once.
+class EchoService final : public v1beta1::DevicePlugin::Service {
+  grpc::Status GetDevicePluginOptions(grpc::ServerContext*, const v1beta1::Empty*,
+                                      v1beta1::DevicePluginOptions* out) override {
+    out->set_pre_start_required(false);
+    return grpc::Status::OK;
+  }
+  grpc::Status Allocate(grpc::ServerContext*, const v1beta1::AllocateRequest*,
+                        v1beta1::AllocateResponse* out) override {
+    out->add_container_responses();
+    return grpc::Status::OK;
+  }
+};
+
+int runEchoServer(const std::string& socket) {
+  EchoService service;
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("unix:" + socket, grpc::InsecureServerCredentials());
+  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::NUM_CQS, 1);
+  builder.RegisterService(&service);
+  auto server = builder.BuildAndStart();
+  if (!server) {
+    return 1;
+  }
+  server->Wait(); // until SIGTERM kills the process
+  return 0;
+}
+
+long vmRssKiB(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) {
+      return std::stol(line.substr(6));
+    }
+  }
+  return -1;
+}
+
+// utime + stime in clock ticks (fields 14 and 15 of /proc/<pid>/stat).
+long cpuTicks(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::istringstream fields(text.substr(text.rfind(')') + 2));
+  std::string f;
+  long utime = 0, stime = 0;
+  for (int i = 3; i <= 15 && fields >> f; ++i) {
+    if (i == 14) {
+      utime = std::stol(f);
+    } else if (i == 15) {
+      stime = std::stol(f);
+    }
+  }
+  return utime + stime;
+}
+
+bool bothRegistered(const KubeletView& v) {
+  for (const char* name : {"example.com/hca", "example.com/shared"}) {
+    auto it = v.resources.find(name);
+    if (it == v.resources.end() || it->second.registered_generation != v.generation ||
+        it->second.lists_received == 0 || !it->second.streaming) {
+      return false;
+    }
+  }
+  return true;
+}
+
+struct Setup {
+  TempDir tmp;
+  std::string node;
+  std::string kubelet_dir;
+  std::string config;
+  std::vector<std::string> args() const {
+    return {"--sysfs-root",
+            node + "/sys",
+            "--proc-root",
+            node + "/proc",
+            "--dev-root",
+            node + "/dev",
+            "--device-plugin-dir",
+            kubelet_dir,
+            "--plugin-registry-dir",
+            tmp.path() + "/none",
+            "--state-dir",
+            tmp.path() + "/state",
+            "--config",
+            config};
+  }
+};
+
+int run(int idle_seconds, int rounds, int calls, const std::string& self) {
+  Setup s;
+  std::system(("cp -a " KUBE_RDMA_FIXTURES "/a100-roce " + s.tmp.path() + "/").c_str());
+  s.node = s.tmp.path() + "/a100-roce";
+  s.kubelet_dir = s.tmp.sub("kubelet");
+  s.config = s.tmp.path() + "/config.json";
+  std::ofstream(s.config) << kConfig;
+  const std::string log = s.tmp.path() + "/plugin.log";
+
+  // 1. Start until registered.
+  std::vector<double> start_us, true_us, echo_start_us;
+  for (int i = 0; i < rounds; ++i) {
+    KubeletSimulator kubelet(s.kubelet_dir);
+    if (!kubelet.start()) {
+      return 1;
+    }
+    const auto t0 = Clock::now();
+    auto plugin = PluginProcess::start(KUBE_RDMA_PLUGIN_BINARY, s.args(), log);
+    if (!plugin || !kubelet.waitFor(bothRegistered, kDeadline)) {
+      std::cerr << "plugin did not register:\n" << (plugin ? (*plugin)->logs() : "") << "\n";
+      return 1;
+    }
+    start_us.push_back(micros(Clock::now() - t0));
+    (void)(*plugin)->terminate(kDeadline);
+    const auto t1 = Clock::now();
+    auto t = PluginProcess::start("/bin/true", {}, "/dev/null");
+    (void)(*t)->terminate(kDeadline); // already exited: reaps it
+    true_us.push_back(micros(Clock::now() - t1));
+
+    const std::string socket = s.tmp.path() + "/echo-start.sock";
+    const auto t2 = Clock::now();
+    auto echo = PluginProcess::start(self, {"--echo-server", socket}, "/dev/null");
+    // A fresh channel per attempt: one that failed would wait out gRPC's reconnect backoff.
+    for (bool answered = false; !answered;) {
+      auto stub = v1beta1::DevicePlugin::NewStub(
+          grpc::CreateChannel("unix:" + socket, grpc::InsecureChannelCredentials()));
+      grpc::ClientContext context;
+      context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(50));
+      v1beta1::DevicePluginOptions options;
+      answered = stub->GetDevicePluginOptions(&context, v1beta1::Empty(), &options).ok();
+      if (!answered) {
+        std::this_thread::sleep_for(std::chrono::microseconds(500));
+      }
+    }
+    echo_start_us.push_back(micros(Clock::now() - t2));
+    (void)(*echo)->terminate(kDeadline);
+  }
+
+  // The long-running pair: the plugin with both pools registered, and the echo server.
+  KubeletSimulator kubelet(s.kubelet_dir);
+  if (!kubelet.start()) {
+    return 1;
+  }
+  auto plugin = PluginProcess::start(KUBE_RDMA_PLUGIN_BINARY, s.args(), log);
+  const std::string echo_socket = s.tmp.path() + "/echo.sock";
+  auto echo = PluginProcess::start(self, {"--echo-server", echo_socket}, "/dev/null");
+  if (!plugin || !echo || !kubelet.waitFor(bothRegistered, kDeadline)) {
+    return 1;
+  }
+  auto channel = grpc::CreateChannel("unix:" + echo_socket, grpc::InsecureChannelCredentials());
+  if (!channel->WaitForConnected(std::chrono::system_clock::now() + kDeadline)) {
+    return 1;
+  }
+  auto echo_stub = v1beta1::DevicePlugin::NewStub(channel);
+
+  // 2. Allocate round trips (one container per call, as the kubelet), interleaved with the echo.
+  std::vector<double> alloc_us, echo_us;
+  for (int i = 0; i < calls; ++i) {
+    auto t0 = Clock::now();
+    if (!kubelet.allocate("example.com/shared", {std::to_string(i % 64)})) {
+      return 1;
+    }
+    alloc_us.push_back(micros(Clock::now() - t0));
+    v1beta1::AllocateRequest request;
+    request.add_container_requests()->add_devices_ids("0");
+    v1beta1::AllocateResponse response;
+    grpc::ClientContext context;
+    t0 = Clock::now();
+    if (!echo_stub->Allocate(&context, request, &response).ok()) {
+      return 1;
+    }
+    echo_us.push_back(micros(Clock::now() - t0));
+  }
+
+  // 3. Port DOWN -> Unhealthy in ListAndWatch, and back; kubelet restart -> registered again.
+  std::vector<double> port_us, restart_us;
+  const std::string state = s.node + "/sys/class/infiniband/mlx5_2/ports/1/state";
+  auto healthy = [&](int n) {
+    return
+        [n](const KubeletView& v) { return v.resources.at("example.com/hca").healthyCount() == n; };
+  };
+  for (int i = 0; i < rounds; ++i) {
+    for (auto [text, want] : {std::pair{"1: DOWN\n", 3}, std::pair{"4: ACTIVE\n", 4}}) {
+      const auto t0 = Clock::now();
+      std::ofstream(state, std::ios::trunc) << text;
+      if (!kubelet.waitFor(healthy(want), kDeadline)) {
+        return 1;
+      }
+      port_us.push_back(micros(Clock::now() - t0));
+    }
+    const auto t0 = Clock::now();
+    if (!kubelet.restart() || !kubelet.waitFor(bothRegistered, kDeadline)) {
+      return 1;
+    }
+    restart_us.push_back(micros(Clock::now() - t0));
+  }
+
+  // 4. Idle footprint.
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  const long plugin_rss = vmRssKiB((*plugin)->pid());
+  const long echo_rss = vmRssKiB((*echo)->pid());
+  const long plugin_cpu0 = cpuTicks((*plugin)->pid());
+  const long echo_cpu0 = cpuTicks((*echo)->pid());
+  std::this_thread::sleep_for(std::chrono::seconds(idle_seconds));
+  const double ticks = static_cast<double>(sysconf(_SC_CLK_TCK)) * idle_seconds;
+  const double plugin_cpu =
+      100.0 * static_cast<double>(cpuTicks((*plugin)->pid()) - plugin_cpu0) / ticks;
+  const double echo_cpu = 100.0 * static_cast<double>(cpuTicks((*echo)->pid()) - echo_cpu0) / ticks;
+
+  const auto st = stats(start_us), tr = stats(true_us), es = stats(echo_start_us),
+             al = stats(alloc_us), ec = stats(echo_us), po = stats(port_us), re = stats(restart_us);
+  std::printf("start until registered (2 pools), %d runs: median %.1f ms, max %.1f ms | "
+              "references: trivial gRPC server start until it answers: median %.1f ms; "
+              "fork/exec /bin/true: median %.1f ms\n",
+              rounds, st.p50 / 1000, st.max / 1000, es.p50 / 1000, tr.p50 / 1000);
+  std::printf("Allocate round trip, %d calls: p50 %.0f us, p99 %.0f us | reference gRPC echo "
+              "over a unix socket: p50 %.0f us, p99 %.0f us\n",
+              calls, al.p50, al.p99, ec.p50, ec.p99);
+  std::printf("port state change seen in ListAndWatch, %zu changes: median %.0f ms, max %.0f ms "
+              "(health interval 500 ms)\n",
+              port_us.size(), po.p50 / 1000, po.max / 1000);
+  std::printf("kubelet restart until re-registered (both pools), %d restarts: median %.1f ms, "
+              "max %.1f ms\n",
+              rounds, re.p50 / 1000, re.max / 1000);
+  std::printf("idle RSS: plugin %.1f MiB | reference echo server %.1f MiB\n", plugin_rss / 1024.0,
+              echo_rss / 1024.0);
+  std::printf("idle CPU over %d s: plugin %.3f%% of a core | reference echo server %.3f%%\n",
+              idle_seconds, plugin_cpu, echo_cpu);
+  (void)(*plugin)->terminate(kDeadline);
+  return 0;
+}
+
+} // namespace
+} // namespace kube_rdma
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.size() == 2 && args[0] == "--echo-server") {
+    return kube_rdma::runEchoServer(args[1]);
+  }
+  int idle_seconds = 60, rounds = 10, calls = 2000;
+  for (size_t i = 0; i + 1 < args.size(); i += 2) {
+    const int value = std::stoi(args[i + 1]);
+    if (args[i] == "--idle-seconds") {
+      idle_seconds = value;
+    } else if (args[i] == "--rounds") {
+      rounds = value;
+    } else if (args[i] == "--calls") {
+      calls = value;
+    }
+  }
+  signal(SIGPIPE, SIG_IGN);
+  return kube_rdma::run(idle_seconds, rounds, calls, std::filesystem::canonical("/proc/self/exe"));
+}
