@@ -1,6 +1,7 @@
 #include "webhook/mutator.h"
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <optional>
 #include <utility>
@@ -65,20 +66,6 @@ std::optional<std::string> rdmaResourceOf(const json& container, const WebhookPo
   return std::nullopt;
 }
 
-// Init containers (native sidecars included) first, as the kubelet starts them.
-std::vector<json*> containersOf(json& spec) {
-  std::vector<json*> out;
-  for (const char* list : {"initContainers", "containers"}) {
-    if (json* items = spec.is_object() && spec.contains(list) ? &spec[list] : nullptr;
-        items != nullptr && items->is_array()) {
-      for (json& container : *items) {
-        out.push_back(&container);
-      }
-    }
-  }
-  return out;
-}
-
 std::string skipReason(const json& annotations, const std::string& ns,
                        const WebhookPolicy& policy) {
   if (member(annotations, kMirrorAnnotation) != nullptr) {
@@ -96,13 +83,18 @@ std::string skipReason(const json& annotations, const std::string& ns,
   return "";
 }
 
-// Adds the shorthand's resource to its container's limits and requests. An error means the pod is
-// admitted unchanged. Returns the container's name when something was added.
-Result<std::optional<std::string>> applyShorthand(json& spec, const json& annotations,
-                                                  const WebhookPolicy& policy) {
+// The container the shorthand annotation adds its resource to, and what it adds.
+struct ShorthandTarget {
+  const json* container = nullptr; // in the pod as sent; nullptr: nothing to add
+  ShorthandRequest request;
+};
+
+// An error means the pod is admitted unchanged.
+Result<ShorthandTarget> resolveShorthandTarget(const json& spec, const json& annotations,
+                                               const WebhookPolicy& policy) {
   const json* value = member(annotations, kRdmaAnnotation);
   if (value == nullptr) {
-    return std::optional<std::string>();
+    return ShorthandTarget{};
   }
   if (!value->is_string()) {
     return makeError(std::string(kRdmaAnnotation) + " must be a string");
@@ -111,11 +103,11 @@ Result<std::optional<std::string>> applyShorthand(json& spec, const json& annota
   if (!request.ok()) {
     return makeError(std::string(kRdmaAnnotation) + ": " + request.error().message);
   }
-  json* containers = spec.contains("containers") ? &spec["containers"] : nullptr;
+  const json* containers = member(spec, "containers");
   if (containers == nullptr || !containers->is_array() || containers->empty()) {
     return makeError(std::string(kRdmaAnnotation) + ": the pod has no containers");
   }
-  json* target = &containers->front();
+  const json* target = &containers->front();
   if (member(annotations, kRdmaContainerAnnotation) != nullptr) {
     const std::string wanted = stringMember(annotations, kRdmaContainerAnnotation);
     auto it = std::find_if(containers->begin(), containers->end(),
@@ -126,19 +118,22 @@ Result<std::optional<std::string>> applyShorthand(json& spec, const json& annota
     }
     target = &*it;
   }
-  const std::string name = stringMember(*target, "name");
   if (std::optional<std::string> existing = rdmaResourceOf(*target, policy)) {
     if (*existing != request->resource) {
       return makeError(std::string(kRdmaAnnotation) + " asks for " + request->resource +
-                       " but container " + quoted(name) + " already asks for " + *existing);
+                       " but container " + quoted(stringMember(*target, "name")) +
+                       " already asks for " + *existing);
     }
-    return std::optional<std::string>(); // already there: a second pass adds nothing
+    return ShorthandTarget{}; // already there: a second pass adds nothing
   }
-  const std::string count = std::to_string(request->count);
-  json& resources = (*target)["resources"];
-  resources["limits"][request->resource] = count;
-  resources["requests"][request->resource] = count;
-  return std::optional<std::string>(name);
+  return ShorthandTarget{target, *request};
+}
+
+void addShorthandResource(json& container, const ShorthandRequest& request) {
+  const std::string count = std::to_string(request.count);
+  json& resources = container["resources"];
+  resources["limits"][request.resource] = count;
+  resources["requests"][request.resource] = count;
 }
 
 // Whether every node the pod may land on is guaranteed to carry label key=value.
@@ -269,8 +264,7 @@ bool isOurShmVolume(const json& volume) {
 
 // The name of the shm volume to mount: ours if a previous pass added it, otherwise a name no
 // volume of the pod uses. Adds the volume when it is not there yet.
-std::string ensureShmVolume(json& spec, const std::string& size_limit) {
-  json& volumes = arrayMember(spec, "volumes");
+std::string ensureShmVolume(json& volumes, const std::string& size_limit) {
   for (int suffix = 0;; ++suffix) {
     const std::string name =
         suffix == 0 ? kShmVolumeName : std::string(kShmVolumeName) + "-" + std::to_string(suffix);
@@ -314,17 +308,16 @@ std::optional<double> podMemoryLimit(const json& spec) {
 }
 
 // The sizeLimit of the memory volume mounted at /dev/shm in `container`, if any.
-std::optional<std::string> shmSizeLimit(const json& spec, const json& container) {
+std::optional<std::string> shmSizeLimit(const json& volumes, const json& container) {
   const json* mounts = member(container, "volumeMounts");
-  const json* volumes = member(spec, "volumes");
-  if (mounts == nullptr || volumes == nullptr || !mounts->is_array() || !volumes->is_array()) {
+  if (mounts == nullptr || !mounts->is_array()) {
     return std::nullopt;
   }
   for (const json& m : *mounts) {
     if (stringMember(m, "mountPath") != kShmPath) {
       continue;
     }
-    for (const json& v : *volumes) {
+    for (const json& v : volumes) {
       if (stringMember(v, "name") == stringMember(m, "name") && isOurShmVolume(v)) {
         const std::string limit = stringMember(v["emptyDir"], "sizeLimit");
         return limit.empty() ? std::nullopt : std::optional<std::string>(limit);
@@ -334,7 +327,8 @@ std::optional<std::string> shmSizeLimit(const json& spec, const json& container)
   return std::nullopt;
 }
 
-void warnAbout(const json& spec, const std::vector<json*>& rdma, std::vector<std::string>& out) {
+void warnAbout(const json& spec, const json& volumes, const std::vector<const json*>& rdma,
+               std::vector<std::string>& out) {
   for (const json* c : rdma) {
     const std::string name = quoted(stringMember(*c, "name"));
     if (const json* e = envEntry(*c, "NCCL_IB_DISABLE"); e && stringMember(*e, "value") == "1") {
@@ -351,7 +345,7 @@ void warnAbout(const json& spec, const std::vector<json*>& rdma, std::vector<std
   }
   const std::optional<double> memory = podMemoryLimit(spec);
   for (const json* c : rdma) {
-    std::optional<std::string> limit = shmSizeLimit(spec, *c);
+    std::optional<std::string> limit = shmSizeLimit(volumes, *c);
     Result<double> bytes = parseQuantity(limit.value_or(""));
     if (memory && bytes.ok() && *bytes > *memory) {
       out.push_back("/dev/shm sizeLimit " + *limit +
@@ -392,6 +386,42 @@ void appendOps(json& patch, json ops) {
   }
 }
 
+// The members of a container the webhook may change. Only these (plus what the rules read) are
+// copied, and only these are diffed: a container's command, args, ports, probes are never
+// touched, so copying and comparing them would only cost time.
+constexpr std::array<const char*, 4> kEditableMembers = {"env", "resources", "securityContext",
+                                                         "volumeMounts"};
+
+json editableCopy(const json& container) {
+  json copy = json::object();
+  for (const char* key :
+       {"name", "envFrom", "env", "resources", "securityContext", "volumeMounts"}) {
+    if (const json* value = member(container, key)) {
+      copy[key] = *value;
+    }
+  }
+  return copy;
+}
+
+// json::diff per changed member: it adds missing members as whole values, appends with "/-",
+// escapes keys with ~0/~1 and replaces only paths that exist.
+void appendContainerOps(const json& original, const json& edited, const std::string& path,
+                        json& patch) {
+  for (const char* key : kEditableMembers) {
+    const json* after = member(edited, key);
+    const json* before = member(original, key);
+    if (after == nullptr || (before != nullptr && *before == *after)) {
+      continue;
+    }
+    const std::string member_path = path + "/" + key;
+    if (before == nullptr) {
+      patch.push_back({{"op", "add"}, {"path", member_path}, {"value", *after}});
+    } else {
+      appendOps(patch, json::diff(*before, *after, member_path));
+    }
+  }
+}
+
 MutationResult mutate(const json& pod, const std::string& request_namespace,
                       const WebhookPolicy& policy) {
   MutationResult result;
@@ -409,55 +439,72 @@ MutationResult mutate(const json& pod, const std::string& request_namespace,
     return result;
   }
 
-  json spec = *original_spec;
-  json annotations = annotations_in;
-  json record = json::object();
-  Result<std::optional<std::string>> shorthand = applyShorthand(spec, annotations, policy);
+  const json& spec = *original_spec; // read only: the pieces that change are copied below
+  Result<ShorthandTarget> shorthand = resolveShorthandTarget(spec, annotations_in, policy);
   if (!shorthand.ok()) {
     result.skipped = "bad shorthand";
     result.warnings.push_back("pod left unchanged: " + shorthand.error().message);
     return result;
   }
-  if (shorthand->has_value()) {
-    result.applied.insert("resources");
-    record["containers"][**shorthand].push_back("resources");
-  }
 
-  std::vector<json*> rdma;
-  for (json* c : containersOf(spec)) {
-    if (rdmaResourceOf(*c, policy)) {
-      rdma.push_back(c);
+  // The editable members of each RDMA container, with its JSON Pointer; the rest of the pod
+  // (often most of it: managedFields, other containers) is never copied.
+  struct Slot {
+    std::string path;
+    const json* original;
+    json container;
+  };
+  std::vector<Slot> slots;
+  json record = json::object();
+  for (const char* list : {"initContainers", "containers"}) {
+    const json* items = member(spec, list);
+    for (size_t i = 0; items != nullptr && items->is_array() && i < items->size(); ++i) {
+      const json& c = (*items)[i];
+      const bool target = &c == shorthand->container;
+      if (!target && !rdmaResourceOf(c, policy)) {
+        continue;
+      }
+      Slot slot{"/spec/" + std::string(list) + "/" + std::to_string(i), &c, editableCopy(c)};
+      if (target) {
+        addShorthandResource(slot.container, shorthand->request);
+        result.applied.insert("resources");
+        record["containers"][stringMember(c, "name")].push_back("resources");
+      }
+      slots.push_back(std::move(slot));
     }
   }
-  if (rdma.empty()) {
+  if (slots.empty()) {
     return result;
   }
 
+  const json* original_volumes = member(spec, "volumes");
+  json volumes = original_volumes != nullptr ? *original_volumes : json::array();
   const NodePoolProfile* profile = pickProfile(spec, policy);
   const std::vector<PolicyEnvVar> env = envFor(spec, profile, policy);
   const std::string size_limit =
       profile && profile->shm_size_limit ? *profile->shm_size_limit : policy.shm_size_limit;
-  for (json* c : rdma) {
-    const std::string name = stringMember(*c, "name");
+  for (Slot& slot : slots) {
+    json& c = slot.container;
+    const std::string name = stringMember(c, "name");
     json& items = record["containers"][name];
-    const json* env_from = member(*c, "envFrom");
+    const json* env_from = member(c, "envFrom");
     if (env_from != nullptr && env_from->is_array() && !env_from->empty() &&
         policy.env_from == EnvFromMode::kSkip) {
       result.warnings.push_back("container " + quoted(name) +
                                 " uses envFrom: policy env not added (envFrom: skip)");
     } else {
-      for (const std::string& added : addEnv(*c, env)) {
+      for (const std::string& added : addEnv(c, env)) {
         result.applied.insert("env");
         items.push_back("env:" + added);
       }
     }
-    if (policy.ipc_lock && addIpcLock(*c)) {
+    if (policy.ipc_lock && addIpcLock(c)) {
       result.applied.insert("ipc-lock");
       items.push_back("ipc-lock");
     }
-    if (policy.shm && !mountsShm(*c)) {
-      const std::string volume = ensureShmVolume(spec, size_limit);
-      arrayMember(*c, "volumeMounts").push_back({{"name", volume}, {"mountPath", kShmPath}});
+    if (policy.shm && !mountsShm(c)) {
+      const std::string volume = ensureShmVolume(volumes, size_limit);
+      arrayMember(c, "volumeMounts").push_back({{"name", volume}, {"mountPath", kShmPath}});
       result.applied.insert("shm");
       items.push_back("shm");
       record["volume"] = volume;
@@ -466,6 +513,7 @@ MutationResult mutate(const json& pod, const std::string& request_namespace,
       record["containers"].erase(name);
     }
   }
+  json annotations = annotations_in;
   for (const auto& [key, value] : policy.annotations) {
     if (!annotations.contains(key)) {
       annotations[key] = value;
@@ -473,7 +521,11 @@ MutationResult mutate(const json& pod, const std::string& request_namespace,
       record["annotations"].push_back(key);
     }
   }
-  warnAbout(spec, rdma, result.warnings);
+  std::vector<const json*> rdma;
+  for (const Slot& slot : slots) {
+    rdma.push_back(&slot.container);
+  }
+  warnAbout(spec, volumes, rdma, result.warnings);
   if (result.applied.empty()) {
     return result; // everything was there already: no patch, not even the record
   }
@@ -483,9 +535,6 @@ MutationResult mutate(const json& pod, const std::string& request_namespace,
   annotations[kInjectedAnnotation] =
       mergeRecord(member(annotations_in, kInjectedAnnotation), std::move(record)).dump();
 
-  // Only spec and the annotations change, so diffing those is the whole diff (and skips the
-  // large metadata.managedFields). json::diff adds missing members as whole values, appends
-  // with "/-", escapes keys with ~0/~1 and replaces only paths that exist.
   if (original_annotations != nullptr) {
     appendOps(result.patch,
               json::diff(*original_annotations, annotations, "/metadata/annotations"));
@@ -496,7 +545,14 @@ MutationResult mutate(const json& pod, const std::string& request_namespace,
     result.patch.push_back(
         {{"op", "add"}, {"path", "/metadata"}, {"value", {{"annotations", annotations}}}});
   }
-  appendOps(result.patch, json::diff(*original_spec, spec, "/spec"));
+  for (const Slot& slot : slots) {
+    appendContainerOps(*slot.original, slot.container, slot.path, result.patch);
+  }
+  if (original_volumes != nullptr) {
+    appendOps(result.patch, json::diff(*original_volumes, volumes, "/spec/volumes"));
+  } else if (!volumes.empty()) {
+    result.patch.push_back({{"op", "add"}, {"path", "/spec/volumes"}, {"value", volumes}});
+  }
   return result;
 }
 

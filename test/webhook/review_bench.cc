@@ -1,0 +1,71 @@
+// CPU per review (Google Benchmark; target webhook_bench, not run by ctest). The floor is what
+// nlohmann-json alone spends parsing and dumping the same AdmissionReview: any review must at
+// least parse the body and write a reply of similar size.
+#include <benchmark/benchmark.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "webhook/review.h"
+
+namespace kube_rdma {
+namespace {
+
+using nlohmann::json;
+
+std::string guideReview() {
+  std::ifstream in(std::filesystem::path(KUBE_RDMA_WEBHOOK_TESTDATA) / "pods" /
+                   "pytorchjob-master.json");
+  std::stringstream pod;
+  pod << in.rdbuf();
+  return json{{"apiVersion", "admission.k8s.io/v1"},
+              {"kind", "AdmissionReview"},
+              {"request",
+               {{"uid", "705ab4f5-6393-11e8-b7cc-42010a800002"},
+                {"kind", {{"group", ""}, {"version", "v1"}, {"kind", "Pod"}}},
+                {"resource", {{"group", ""}, {"version", "v1"}, {"resource", "pods"}}},
+                {"namespace", "training"},
+                {"operation", "CREATE"},
+                {"userInfo", {{"username", "system:serviceaccount:kubeflow:training-operator"}}},
+                {"object", json::parse(pod.str())},
+                {"oldObject", nullptr},
+                {"dryRun", false}}}}
+      .dump();
+}
+
+// The reference: parse the body, dump it back. Not inlined, so callgrind can count it alone:
+//   valgrind --tool=callgrind --toggle-collect='*parseAndDump*'
+//   --toggle-collect='*reviewAdmission*'
+[[gnu::noinline]] std::string parseAndDump(const std::string& body) {
+  return json::parse(body).dump();
+}
+
+void BM_NlohmannParseDump(benchmark::State& state) {
+  const std::string body = guideReview();
+  for (auto _ : state) {
+    std::string out = parseAndDump(body);
+    benchmark::DoNotOptimize(out);
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * body.size()));
+}
+BENCHMARK(BM_NlohmannParseDump);
+
+// The whole review of the guide's master pod: decode, mutate, diff, encode.
+void BM_ReviewGuidePod(benchmark::State& state) {
+  const std::string body = guideReview();
+  const WebhookPolicy policy = defaultWebhookPolicy();
+  for (auto _ : state) {
+    ReviewOutcome outcome = reviewAdmission(body, policy);
+    benchmark::DoNotOptimize(outcome.body);
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * body.size()));
+}
+BENCHMARK(BM_ReviewGuidePod);
+
+} // namespace
+} // namespace kube_rdma
+
+BENCHMARK_MAIN();
