@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -113,16 +114,19 @@ protected:
         kDeadline);
   }
 
-  // Log lines do not wake the simulator's waiters: look at the log now and then.
-  bool waitForLog(const std::string& text) {
+  // Files and log lines do not wake the simulator's waiters: look now and then.
+  bool waitUntil(const std::function<bool()>& condition) {
     const auto deadline = std::chrono::steady_clock::now() + kDeadline;
-    while (plugin_->logs().find(text) == std::string::npos) {
+    while (!condition()) {
       if (std::chrono::steady_clock::now() > deadline) {
         return false;
       }
       std::this_thread::sleep_for(milliseconds(20));
     }
     return true;
+  }
+  bool waitForLog(const std::string& text) {
+    return waitUntil([&] { return plugin_->logs().find(text) != std::string::npos; });
   }
 
   std::vector<std::string> deviceIds(const std::string& resource) {
@@ -160,7 +164,7 @@ TEST_F(PluginIntegrationTest, RegistersTheDefaultPoolOnTheA100NodeAndExitsCleanl
   EXPECT_EQ(view.resources.count("rdma/hca"), 0u); // no InfiniBand port on this node
   const std::string socket = view.resources.at(kShared).endpoint;
   EXPECT_TRUE(fs::exists(socket));
-  EXPECT_TRUE(fs::exists(state_dir_ + "/topology.json"));
+  EXPECT_TRUE(waitUntil([&] { return fs::exists(state_dir_ + "/topology.json"); }));
 
   auto exit_code = plugin_->terminate(kDeadline);
   ASSERT_TRUE(exit_code.ok()) << exit_code.error().message;
