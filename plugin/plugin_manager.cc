@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "common/sysfs_discovery.h"
+#include "plugin/port_counters.h"
 #include "plugin/topology_json.h"
 
 namespace kube_rdma {
@@ -402,6 +403,19 @@ std::string PluginManager::renderMetrics() const {
         .gauge("kube_rdma_plugin_devices", "Devices advertised per pool by health.",
                {{"resource", name}, {"health", kUnhealthy}})
         .set(static_cast<double>(list.devices.size()) - healthy);
+  }
+  metrics_.clearGauge("kube_rdma_port_counter");
+  if (topology_) {
+    for (const auto& c : readPortCounters(flags_.sysfs_root, *topology_)) {
+      metrics_
+          .gauge("kube_rdma_port_counter",
+                 "RDMA port counters from sysfs (counters/ and hw_counters/), read at scrape.",
+                 {{"device", c.device},
+                  {"port", std::to_string(c.port)},
+                  {"source", c.source},
+                  {"counter", c.name}})
+          .set(c.value);
+    }
   }
   return metrics_.render();
 }
