@@ -3,6 +3,9 @@
 
 #include <openssl/evp.h>
 
+#include <fstream>
+#include <sstream>
+
 #include "webhook/admission_codec.h"
 #include "webhook/review.h"
 
@@ -175,6 +178,50 @@ TEST(Codec, PatchIsBase64OfTheOperations) {
   response.patch = json::array({{{"op", "add"}, {"path", "/a~1b"}, {"value", 1}}});
   const json reply = json::parse(encodeAdmissionReview(ReviewVersion::kV1, response));
   EXPECT_EQ(json::parse(unbase64(reply["response"]["patch"])), response.patch);
+}
+
+} // namespace
+} // namespace kube_rdma
+
+namespace kube_rdma {
+namespace {
+
+// AdmissionReviews as the API server sends them (userInfo, options, requestKind, an empty
+// object namespace), in testdata/reviews.
+json readReview(const std::string& name) {
+  std::ifstream in(std::string(KUBE_RDMA_WEBHOOK_TESTDATA) + "/reviews/" + name);
+  std::stringstream text;
+  text << in.rdbuf();
+  return json::parse(text.str());
+}
+
+TEST(RecordedReviews, CreatesAreAnsweredInTheirVersionWithAPatchThatAppliesOnce) {
+  for (const std::string name :
+       {"pytorchjob-worker-create-v1.json", "pytorchjob-master-create-v1beta1.json"}) {
+    SCOPED_TRACE(name);
+    const json request = readReview(name);
+    ReviewOutcome outcome = reviewAdmission(request.dump(), defaultWebhookPolicy());
+    ASSERT_EQ(outcome.http_status, 200);
+    const json reply = json::parse(outcome.body);
+    EXPECT_EQ(reply["apiVersion"], request["apiVersion"]);
+    EXPECT_EQ(reply["response"]["uid"], request["request"]["uid"]);
+    const json pod = request["request"]["object"];
+    const json patched = pod.patch(json::parse(unbase64(reply["response"]["patch"])));
+    EXPECT_EQ(patched["spec"]["containers"][0]["securityContext"]["capabilities"]["add"],
+              json::array({"IPC_LOCK"}));
+
+    json again = request;
+    again["request"]["object"] = patched;
+    const json second = json::parse(reviewAdmission(again.dump(), defaultWebhookPolicy()).body);
+    EXPECT_FALSE(second["response"].contains("patch")) << second.dump();
+  }
+}
+
+TEST(RecordedReviews, UpdateIsAllowedUnchanged) {
+  const json request = readReview("pytorchjob-master-update-v1.json");
+  ReviewOutcome outcome = reviewAdmission(request.dump(), defaultWebhookPolicy());
+  EXPECT_EQ(outcome.outcome, "ignored");
+  EXPECT_FALSE(json::parse(outcome.body)["response"].contains("patch"));
 }
 
 } // namespace
