@@ -3,36 +3,47 @@
 #include <dirent.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <map>
 
 namespace kube_rdma {
 
-NodeHealthView sampleNodeHealth(const NodeTopology& known, const std::string& sysfs_root,
-                                const std::string& dev_root) {
-  auto topology = std::make_shared<NodeTopology>(known);
-  std::map<std::pair<std::string, uint32_t>, PortStateSample> samples;
-  std::set<std::string> vanished;
-  for (auto& sample : readPortStates(sysfs_root, known)) {
-    if (!sample.present) {
-      vanished.insert(sample.device);
-    }
-    samples[{sample.device, sample.port}] = sample;
-  }
-  std::erase_if(topology->devices, [&](const RdmaDevice& d) { return vanished.count(d.name) > 0; });
-  NodeHealthView view;
-  for (auto& device : topology->devices) {
-    for (auto& port : device.ports) {
-      auto it = samples.find({device.name, port.number});
-      port.state = it == samples.end() ? PortState::kNop : it->second.state;
-    }
+std::set<std::string> presentUverbs(const NodeTopology& known, const std::string& dev_root) {
+  std::set<std::string> present;
+  for (const auto& device : known.devices) {
     struct stat st {};
     const std::string node = dev_root + "/infiniband/" + device.uverbs;
     if (!device.uverbs.empty() && ::stat(node.c_str(), &st) == 0) {
-      view.uverbs_present.insert(device.uverbs);
+      present.insert(device.uverbs);
     }
   }
-  view.topology = std::move(topology);
-  return view;
+  return present;
+}
+
+NodeHealthView healthView(const NodeTopology& known, const std::vector<PortStateSample>& samples,
+                          std::set<std::string> uverbs_present) {
+  auto topology = std::make_shared<NodeTopology>(known);
+  std::map<std::pair<std::string, uint32_t>, PortState> states;
+  std::set<std::string> vanished;
+  for (const auto& sample : samples) {
+    if (!sample.present) {
+      vanished.insert(sample.device);
+    }
+    states[{sample.device, sample.port}] = sample.state;
+  }
+  std::erase_if(topology->devices, [&](const RdmaDevice& d) { return vanished.count(d.name) > 0; });
+  for (auto& device : topology->devices) {
+    for (auto& port : device.ports) {
+      auto it = states.find({device.name, port.number});
+      port.state = it == states.end() ? PortState::kNop : it->second;
+    }
+  }
+  return {std::move(topology), std::move(uverbs_present)};
+}
+
+NodeHealthView sampleNodeHealth(const NodeTopology& known, const std::string& sysfs_root,
+                                const std::string& dev_root) {
+  return healthView(known, readPortStates(sysfs_root, known), presentUverbs(known, dev_root));
 }
 
 std::set<std::string> listRdmaDeviceNames(const std::string& sysfs_root) {
@@ -65,7 +76,20 @@ HealthWatcher::~HealthWatcher() {
   thread_.join();
 }
 
+namespace {
+
+bool sameSamples(const std::vector<PortStateSample>& a, const std::vector<PortStateSample>& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const auto& x, const auto& y) {
+    return x.device == y.device && x.port == y.port && x.present == y.present && x.state == y.state;
+  });
+}
+
+} // namespace
+
 void HealthWatcher::run() {
+  std::shared_ptr<const NodeTopology> last_known;
+  std::vector<PortStateSample> last_samples;
+  std::set<std::string> last_uverbs;
   std::unique_lock<std::mutex> lock(mutex_);
   while (!wake_.wait_for(lock, interval_, [this] { return stopping_; })) {
     lock.unlock();
@@ -77,7 +101,15 @@ void HealthWatcher::run() {
     if (listRdmaDeviceNames(sysfs_root_) != names) {
       on_device_set_changed_();
     }
-    on_sample_(sampleNodeHealth(*known, sysfs_root_, dev_root_));
+    auto samples = readPortStates(sysfs_root_, *known);
+    auto uverbs = presentUverbs(*known, dev_root_);
+    // Idle nodes change nothing: no copy of the topology, no work in the pools.
+    if (known != last_known || !sameSamples(samples, last_samples) || uverbs != last_uverbs) {
+      on_sample_(healthView(*known, samples, uverbs));
+      last_known = known;
+      last_samples = std::move(samples);
+      last_uverbs = std::move(uverbs);
+    }
     lock.lock();
   }
 }

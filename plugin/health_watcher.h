@@ -19,13 +19,20 @@ namespace kube_rdma {
 NodeHealthView sampleNodeHealth(const NodeTopology& known, const std::string& sysfs_root,
                                 const std::string& dev_root);
 
+// The parts of it: which uverbs nodes of `known` exist under dev_root, and the view built from
+// samples and those nodes.
+std::set<std::string> presentUverbs(const NodeTopology& known, const std::string& dev_root);
+NodeHealthView healthView(const NodeTopology& known, const std::vector<PortStateSample>& samples,
+                          std::set<std::string> uverbs_present);
+
 // Names under <sysfs_root>/class/infiniband, sorted: compared with the topology's to see devices
 // appear or vanish.
 std::set<std::string> listRdmaDeviceNames(const std::string& sysfs_root);
 
 // Re-reads health every `interval` on its own thread (sysfs attributes do not support inotify, so
-// this is the one periodic read; it costs a few small reads per port). Calls on_sample with every
-// sample and on_device_set_changed when devices appear or vanish. Stops in the destructor.
+// this is the one periodic read; it costs a few small reads per port). Calls on_sample when the
+// sample differs from the last one (or the topology was replaced) and on_device_set_changed when
+// devices appear or vanish. Stops in the destructor.
 class HealthWatcher {
 public:
   using TopologyFn = std::function<std::shared_ptr<const NodeTopology>()>;
