@@ -209,5 +209,36 @@ TEST_F(LibNcclConf, ParseNcclConfPredictsWhatNcclSets) {
   EXPECT_GE(r.version, 22600) << "comment lines are read this way since NCCL 2.26.2";
 }
 
+// NCCL_SOCKET_IFNAME values whose reading is easy to get wrong, checked against NCCL's own choice
+// of the loopback interface (the one interface every machine has): our parser must select "lo"
+// exactly when NCCL bootstraps over it.
+TEST_F(LibNcclConf, SocketIfnameParsingAgreesWithNccl) {
+  std::string sixteen = "=";
+  for (int i = 1; i <= 15; ++i) {
+    sixteen += "nosuch" + std::to_string(i) + ",";
+  }
+  const std::vector<std::string> values = {
+      "lo",                    // prefix
+      "=lo",                   // exact
+      "=l",                    // exact: "l" is not "lo"
+      "=^lo",                  // not an exclude list: an exact name "^lo"
+      "lo:5",                  // ports are ignored for interfaces
+      " lo",                   // no whitespace trimming
+      sixteen + "lo",          // the 16th entry is still read
+      sixteen + "nosuch16,lo", // the 17th is not
+  };
+  const fs::path conf = writeConf("");
+  for (const auto& value : values) {
+    const bool ours = !selectInterfaces(parseNcclSocketIfname(value), {"lo"}).empty();
+    const NcclRun r = run(conf, {{"NCCL_DEBUG", "INFO"}, {"NCCL_SOCKET_IFNAME", value}}, {});
+    SKIP_WITHOUT_NCCL(r);
+    ASSERT_NE(r.log.find("NCCL_SOCKET_IFNAME set by environment to " + value + "\n"),
+              std::string::npos)
+        << r.log;
+    const bool nccl = r.log.find("Bootstrap: Using lo:") != std::string::npos;
+    EXPECT_EQ(ours, nccl) << "NCCL_SOCKET_IFNAME=\"" << value << "\"\n" << r.log;
+  }
+}
+
 } // namespace
 } // namespace kube_rdma
