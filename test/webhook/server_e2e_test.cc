@@ -390,6 +390,20 @@ TEST_F(WebhookE2E, PolicyReloadsOnConfigMapSwapAndABadOneKeepsTheLastGood) {
   EXPECT_NE(process->log().find("$.ipcLock"), std::string::npos);
 }
 
+TEST_F(WebhookE2E, NotReadyUntilAValidPolicyIsLoaded) {
+  policy_->publish({{"policy.json", R"({"resources": []})"}});
+  auto process = start();
+  auto not_ready = client()->Get("/readyz");
+  ASSERT_TRUE(not_ready);
+  EXPECT_EQ(not_ready->status, 503);
+  EXPECT_NE(not_ready->body.find("no valid policy loaded"), std::string::npos);
+  policy_->publish({{"policy.json", "{}"}});
+  EXPECT_TRUE(eventually([&] {
+    auto ready = client()->Get("/readyz");
+    return ready && ready->status == 200;
+  })) << process->log();
+}
+
 TEST_F(WebhookE2E, BodiesWithoutALengthOrOverTheCapAreRefusedBeforeReading) {
   auto process = start();
   // Only the headers are sent: an answer proves the server decided before reading any body.
