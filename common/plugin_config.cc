@@ -1,22 +1,21 @@
 #include "common/plugin_config.h"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <map>
 
 #include "common/json_reader.h"
+#include "common/topology.h"
 
 namespace kube_rdma {
 namespace {
 
 // The plugin computes these for exactly the granted devices (DESIGN.md); a pool's env must not
 // fight them.
-const std::vector<std::string>& reservedEnvNames() {
-  static const std::vector<std::string> kNames = {"NCCL_IB_HCA", "NCCL_IB_DISABLE",
-                                                  "NCCL_IB_GID_INDEX", "KUBE_RDMA_DEVICES",
-                                                  "KUBE_RDMA_NETDEVS"};
-  return kNames;
-}
+constexpr std::array<std::string_view, 5> kReservedEnvNames = {
+    "NCCL_IB_HCA", "NCCL_IB_DISABLE", "NCCL_IB_GID_INDEX", "KUBE_RDMA_DEVICES",
+    "KUBE_RDMA_NETDEVS"};
 
 bool isHex(char c) {
   return std::isxdigit(static_cast<unsigned char>(c)) != 0;
@@ -29,22 +28,8 @@ std::string lower(std::string s) {
 }
 
 // "0x15b3": the form sysfs prints vendor and device files in.
-bool isPciId(const std::string& s) {
-  return s.size() == 6 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X') &&
-         std::all_of(s.begin() + 2, s.end(), isHex);
-}
-
-// "0000:3b:00.0": domain:bus:device.function.
-bool isPciAddress(const std::string& s) {
-  if (s.size() != 12 || s[4] != ':' || s[7] != ':' || s[10] != '.') {
-    return false;
-  }
-  for (size_t i : {0, 1, 2, 3, 5, 6, 8, 9}) {
-    if (!isHex(s[i])) {
-      return false;
-    }
-  }
-  return s[11] >= '0' && s[11] <= '7';
+bool isPciId(std::string_view s) {
+  return s.size() == 6 && s[0] == '0' && s[1] == 'x' && std::all_of(s.begin() + 2, s.end(), isHex);
 }
 
 bool isDnsLabel(std::string_view label) {
@@ -96,17 +81,19 @@ Status validateContainerPath(const std::string& path) {
   return Ok{};
 }
 
+// Reads an array of strings; `lower_case` lists are compared case-insensitively, so they are
+// lower-cased (the form sysfs prints) before `valid` checks them.
 void readStringList(ObjectReader& reader, const std::string& key, std::vector<std::string>& out,
-                    bool (*valid)(const std::string&), const std::string& expected,
-                    bool lower_case) {
+                    bool (*valid)(std::string_view), const std::string& expected, bool lower_case) {
   const auto items = reader.optional<std::vector<std::string>>(key, {});
   for (size_t i = 0; i < items.size(); ++i) {
-    if (items[i].empty() || (valid != nullptr && !valid(items[i]))) {
+    const std::string item = lower_case ? lower(items[i]) : items[i];
+    if (item.empty() || (valid != nullptr && !valid(item))) {
       reader.failAt(jsonIndexPath(reader.pathOf(key), i),
                     "expected " + expected + ", got \"" + items[i] + "\"");
       continue;
     }
-    out.push_back(lower_case ? lower(items[i]) : items[i]);
+    out.push_back(item);
   }
 }
 
@@ -170,12 +157,12 @@ void readGidPolicy(ObjectReader& r, NcclPoolOptions& n) {
 
 void readEnv(ObjectReader& r, NcclPoolOptions& n) {
   const auto env = r.optional<std::map<std::string, std::string>>("env", {});
-  const auto& reserved = reservedEnvNames();
   for (const auto& [name, value] : env) {
     const std::string key = jsonChildPath(r.pathOf("env"), name);
     if (!isPortableEnvName(name)) {
       r.failAt(key, "name must be letters, digits and '_' (not starting with a digit)");
-    } else if (std::find(reserved.begin(), reserved.end(), name) != reserved.end()) {
+    } else if (std::find(kReservedEnvNames.begin(), kReservedEnvNames.end(), name) !=
+               kReservedEnvNames.end()) {
       r.failAt(key, name + " is computed by the plugin for the granted devices" +
                         std::string(name == "NCCL_IB_GID_INDEX" ? "; use nccl.gidIndex" : ""));
     } else if (value.find_first_of(std::string_view("\n\r\0", 3)) != std::string::npos) {
