@@ -33,7 +33,7 @@ import {
   writeFileSync,
 } from "node:fs";
 import { get as httpGet } from "node:http";
-import { get as httpsGet } from "node:https";
+import { get as httpsGet, request as httpsRequest } from "node:https";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, relative, resolve } from "node:path";
@@ -489,7 +489,7 @@ async function untilTrue(fn, deadlineMs, stop) {
 // Starts the workload's first container the way its manifest says (command, args, env, mounts
 // mapped to local directories, ports to free local ports), waits for its liveness and readiness
 // probes to pass, then sends SIGTERM and expects a clean exit within the pod's grace period.
-async function runAsManifested(workload, objects, programs, fixture, scratch) {
+async function runAsManifested(workload, objects, programs, fixture, scratch, whileReady) {
   const problems = [];
   const pod = workload.spec.template.spec;
   const c = pod.containers[0];
@@ -587,6 +587,11 @@ async function runAsManifested(workload, objects, programs, fixture, scratch) {
       );
     }
   }
+  if (problems.length === 0 && exited === null && whileReady) {
+    const named = (name) =>
+      (c.ports ?? []).find((p) => p.name === name || p.containerPort === name);
+    problems.push(...(await whileReady((name) => ports.get(named(name)?.containerPort))));
+  }
   const stopped = exited === null;
   if (stopped) child.kill("SIGTERM");
   const grace = (pod.terminationGracePeriodSeconds ?? 30) * 1000;
@@ -604,10 +609,89 @@ async function runAsManifested(workload, objects, programs, fixture, scratch) {
   return problems;
 }
 
+function postJson(url, body, tls) {
+  return new Promise((ok) => {
+    const data = Buffer.from(JSON.stringify(body));
+    const req = httpsRequest(
+      url,
+      {
+        method: "POST",
+        ...tls,
+        timeout: 5000,
+        headers: { "Content-Type": "application/json", "Content-Length": data.length },
+      },
+      (res) => {
+        let text = "";
+        res.on("data", (d) => (text += d));
+        res.on("end", () => ok({ status: res.statusCode, text }));
+      },
+    );
+    req.on("error", (e) => ok({ error: e.message }));
+    req.on("timeout", () => req.destroy(new Error("timed out")));
+    req.end(data);
+  });
+}
+
+// Calls the webhook the way the API server would with this render: the configuration's service
+// reference and path, the Service's port mapped to the container port, TLS verified against the
+// caBundle (or the CA in the Secret, which cert-manager's cainjector would copy there) for the
+// Service's DNS name. Each pod must come back allowed with a non-empty JSON Patch.
+function callAsApiServer(objects, pods) {
+  return async (localPort) => {
+    const problems = [];
+    const mwc = objects.find((o) => o.kind === "MutatingWebhookConfiguration");
+    const ref = mwc?.webhooks?.[0]?.clientConfig?.service;
+    const svc = objects.find(
+      (o) =>
+        o.kind === "Service" &&
+        o.metadata?.name === ref?.name &&
+        o.metadata?.namespace === ref?.namespace,
+    );
+    const svcPort = (svc?.spec?.ports ?? []).find((p) => p.port === (ref?.port ?? 443));
+    const port = svcPort && localPort(svcPort.targetPort ?? svcPort.port);
+    if (!port) return ["no Service port of the webhook configuration leads to a container port"];
+    const bundle = mwc.webhooks[0].clientConfig.caBundle;
+    const secretCa = objects.find((o) => o.kind === "Secret" && o.data?.["ca.crt"])?.data["ca.crt"];
+    const ca = Buffer.from(bundle ?? secretCa ?? "", "base64");
+    const tls = { ca, servername: `${ref.name}.${ref.namespace}.svc`, rejectUnauthorized: true };
+    for (const { name, pod } of pods) {
+      const uid = `manifests-${name}`;
+      const review = {
+        apiVersion: "admission.k8s.io/v1",
+        kind: "AdmissionReview",
+        request: {
+          uid,
+          kind: { group: "", version: "v1", kind: "Pod" },
+          resource: { group: "", version: "v1", resource: "pods" },
+          namespace: pod.metadata.namespace,
+          operation: "CREATE",
+          object: pod,
+        },
+      };
+      const query = `?timeout=${mwc.webhooks[0].timeoutSeconds}s`;
+      const url = `https://127.0.0.1:${port}${ref.path ?? "/"}${query}`;
+      const { status, text, error } = await postJson(url, review, tls);
+      let response = null;
+      try {
+        response = JSON.parse(text ?? "null")?.response;
+      } catch {
+        // reported below
+      }
+      const patch = response?.patch ? JSON.parse(Buffer.from(response.patch, "base64")) : [];
+      if (error || status !== 200 || response?.uid !== uid || response?.allowed !== true) {
+        problems.push(`${name}: ${error ?? `HTTP ${status}: ${(text ?? "").slice(0, 200)}`}`);
+      } else if (response.patchType !== "JSONPatch" || patch.length === 0) {
+        problems.push(`${name}: admitted unchanged (the policy does not act on its resource?)`);
+      }
+    }
+    return problems;
+  };
+}
+
 // Each distinct workload (its container, volumes and the data they mount) of every overlay, run
 // once. The serving certificate that cert-manager would issue comes from the static-certs render
 // (made by scripts/gen-webhook-certs.sh).
-async function runPrograms(rendered, args) {
+async function runPrograms(rendered, args, examplePods) {
   const programs = {
     "/usr/bin/rdma-device-plugin": args.plugin,
     "/usr/bin/rdma-webhook": args.webhook,
@@ -632,7 +716,9 @@ async function runPrograms(rendered, args) {
           )?.data ?? null
         );
       });
+      const mwc = objects.find((o) => o.kind === "MutatingWebhookConfiguration");
       const key = canonical({
+        client: mwc?.webhooks?.[0]?.clientConfig,
         c: pod.containers[0],
         v: pod.volumes,
         data,
@@ -642,10 +728,16 @@ async function runPrograms(rendered, args) {
       seen.add(key);
       const scratch = mkdtempSync(join(tmpdir(), "kube-rdma-manifests-"));
       try {
-        const problems = await runAsManifested(w, withSecrets, programs, fixture, scratch);
+        const webhook = w.spec.template.spec.containers[0].command?.[0] === "/usr/bin/rdma-webhook";
+        const pods = webhook ? examplePods(label) : [];
+        const call = webhook ? callAsApiServer(withSecrets, pods) : undefined;
+        const problems = await runAsManifested(w, withSecrets, programs, fixture, scratch, call);
         check(
-          `${label}: ${w.kind} ${w.metadata.name} starts as manifested, ` +
-            "passes its probes, stops on SIGTERM",
+          `${label}: ${w.kind} ${w.metadata.name} starts as manifested, passes its probes` +
+            (webhook
+              ? `, mutates the ${pods.length} example pods as the API server calls it`
+              : "") +
+            ", stops on SIGTERM",
           problems,
         );
       } finally {
@@ -711,7 +803,16 @@ async function main() {
     mwcConditions = [];
   }
 
-  if (args.plugin) await runPrograms(rendered, args);
+  // The pods of the examples that go with an overlay: the example's own directory, or the
+  // top-level examples for the manifests' overlays.
+  const examplePods = (label) => {
+    const dir = label.startsWith("examples/") ? join(args.examples, label.slice(9)) : args.examples;
+    return readdirSync(dir)
+      .filter((f) => /\.ya?ml$/.test(f) && f !== "kustomization.yaml")
+      .flatMap((f) => parseDocs(readFileSync(join(dir, f), "utf8"), f))
+      .flatMap((obj) => podsOf(obj).map(({ pod }) => ({ name: pod.metadata.name, pod })));
+  };
+  if (args.plugin) await runPrograms(rendered, args, examplePods);
 
   // Pods the webhook must or must not receive.
   const cases = parseYaml(readFileSync(args.cases, "utf8"));
