@@ -1,7 +1,7 @@
 #include "webhook/admission_server.h"
 
 #include <cstdlib>
-#include <string_view>
+#include <set>
 
 #include "webhook/review.h"
 

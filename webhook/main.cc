@@ -20,8 +20,10 @@ std::string expiry(const CertificateStore& store) {
     return "";
   }
   const std::time_t t = std::chrono::system_clock::to_time_t(pair->notAfter());
+  std::tm utc{};
+  gmtime_r(&t, &utc);
   char text[32];
-  std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%SZ", &utc);
   return text;
 }
 
