@@ -11,14 +11,6 @@ std::vector<std::string> toVector(const google::protobuf::RepeatedPtrField<std::
   return {ids.begin(), ids.end()};
 }
 
-std::string joinIds(const std::vector<std::string>& ids) {
-  std::string out;
-  for (const auto& id : ids) {
-    out += (out.empty() ? "" : ",") + id;
-  }
-  return out;
-}
-
 } // namespace
 
 v1beta1::ListAndWatchResponse toListAndWatchResponse(const DeviceList& list) {

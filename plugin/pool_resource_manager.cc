@@ -9,14 +9,6 @@ namespace {
 
 constexpr const char* kRdmaCm = "/dev/infiniband/rdma_cm";
 
-std::string joinIds(const std::vector<std::string>& ids) {
-  std::string out;
-  for (const auto& id : ids) {
-    out += (out.empty() ? "" : ", ") + id;
-  }
-  return out;
-}
-
 // Exclusive IDs are PCI addresses (stable across renames); fall back to the name without one.
 std::string exclusiveId(const RdmaDevice& device) {
   return device.pci_address.empty() ? device.name : device.pci_address;

@@ -4,6 +4,8 @@
 #include <map>
 #include <set>
 
+#include "plugin/resource_manager.h"
+
 namespace kube_rdma {
 namespace {
 
@@ -13,14 +15,6 @@ size_t commonPrefix(const std::vector<std::string>& a, const std::vector<std::st
     ++n;
   }
   return n;
-}
-
-std::string joinIds(const std::vector<std::string>& ids) {
-  std::string out;
-  for (const auto& id : ids) {
-    out += (out.empty() ? "" : ", ") + id;
-  }
-  return out;
 }
 
 constexpr int kNoNuma = -1;
