@@ -125,6 +125,11 @@ void readParsed(int dir_fd, const std::string& rel_dir, const char* name, Warnin
   out = std::move(*parsed);
 }
 
+// For attributes kept as the kernel prints them (GUIDs, firmware, vendor ids).
+Result<std::string> asText(const std::string& text) {
+  return text;
+}
+
 struct NetdevInfo {
   std::string name;
   int type = 0;
@@ -290,11 +295,10 @@ void readPciFacts(int dev_fd, const std::string& rel, const std::string& resolve
   } else {
     warnings.add(drel, path.error().message);
   }
-  auto identity = [](const std::string& s) { return Result<std::string>(s); };
-  readParsed(fn.get(), drel, "vendor", warnings, identity, d.vendor_id);
-  readParsed(fn.get(), drel, "device", warnings, identity, d.device_id);
+  readParsed(fn.get(), drel, "vendor", warnings, asText, d.vendor_id);
+  readParsed(fn.get(), drel, "device", warnings, asText, d.device_id);
   readParsed(fn.get(), drel, "numa_node", warnings, parseNumaNode, d.numa_node);
-  readParsed(fn.get(), drel, "local_cpulist", warnings, identity, d.local_cpulist);
+  readParsed(fn.get(), drel, "local_cpulist", warnings, asText, d.local_cpulist);
   if (auto driver = readLinkBase(fn.get(), "driver")) {
     d.driver = *driver;
   } else {
@@ -336,13 +340,12 @@ std::optional<RdmaDevice> readDevice(int class_fd, const std::string& resolved_r
   }
   RdmaDevice d;
   d.name = name;
-  auto identity = [](const std::string& s) { return Result<std::string>(s); };
-  readParsed(dev.get(), rel, "node_type", warnings, identity, d.node_type);
-  readParsed(dev.get(), rel, "node_guid", warnings, identity, d.node_guid);
-  readParsed(dev.get(), rel, "sys_image_guid", warnings, identity, d.sys_image_guid);
-  readParsed(dev.get(), rel, "fw_ver", warnings, identity, d.fw_ver);
-  readParsed(dev.get(), rel, "hca_type", warnings, identity, d.hca_type);
-  readParsed(dev.get(), rel, "board_id", warnings, identity, d.board_id);
+  readParsed(dev.get(), rel, "node_type", warnings, asText, d.node_type);
+  readParsed(dev.get(), rel, "node_guid", warnings, asText, d.node_guid);
+  readParsed(dev.get(), rel, "sys_image_guid", warnings, asText, d.sys_image_guid);
+  readParsed(dev.get(), rel, "fw_ver", warnings, asText, d.fw_ver);
+  readParsed(dev.get(), rel, "hca_type", warnings, asText, d.hca_type);
+  readParsed(dev.get(), rel, "board_id", warnings, asText, d.board_id);
   readPciFacts(dev.get(), rel, resolved_root, resolved_root + "/" + rel, d, warnings);
 
   DirFd fn(dev.get(), "device");
@@ -399,9 +402,7 @@ std::vector<GpuDevice> discoverGpus(const std::string& resolved_root, Warnings& 
     }
     GpuDevice gpu;
     gpu.pci_address = bdf;
-    readParsed(
-        fn.get(), rel, "device", warnings,
-        [](const std::string& s) { return Result<std::string>(s); }, gpu.device_id);
+    readParsed(fn.get(), rel, "device", warnings, asText, gpu.device_id);
     readParsed(fn.get(), rel, "numa_node", warnings, parseNumaNode, gpu.numa_node);
     if (auto path = resolvePciePath(resolved_root, resolved_root + "/" + rel, fn.get())) {
       gpu.pcie_path = std::move(*path);
