@@ -19,6 +19,7 @@ for target in "$build_dir"/test/fuzz/fuzz_*; do
   work="$build_dir/corpus/$name"
   mkdir -p "$work"
   if "$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=0 \
+      -artifact_prefix="$build_dir/$name-" \
       "$work" "test/fuzz/corpus/$name" >"$build_dir/$name.log" 2>&1; then
     runs=$(grep -Eo 'Done [0-9]+ runs' "$build_dir/$name.log" | tail -1 || true)
     echo "fuzz: $name ok (${runs:-no run count} in ${seconds}s)"
