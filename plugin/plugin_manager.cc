@@ -2,10 +2,12 @@
 
 #include <sys/stat.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "common/sysfs_discovery.h"
+#include "plugin/cdi_spec.h"
 #include "plugin/port_counters.h"
 #include "plugin/topology_json.h"
 
@@ -165,6 +167,7 @@ Status PluginManager::applyConfig(const PluginConfig& config,
     Pool pool;
     pool.manager = std::make_shared<PoolResourceManager>(node_pool, flags_.cdi, state_);
     pool.manager->update(health);
+    writeCdiSpec(node_pool, *topology);
     if (auto status = serve(pool); !status) {
       return status;
     }
@@ -181,6 +184,9 @@ Status PluginManager::applyConfig(const PluginConfig& config,
       continue;
     }
     logger_.info("pool removed", {{"resource", it->first}});
+    if (flags_.cdi) {
+      std::filesystem::remove(cdiSpecPath(flags_.cdi_dir, it->first));
+    }
     unserve(it->second);
     it = pools_.erase(it);
   }
@@ -378,6 +384,18 @@ std::chrono::milliseconds PluginManager::resendInterval() const {
   return std::max(
       std::chrono::milliseconds(100),
       flags_.resend_interval.value_or(std::chrono::seconds(config_.resend_interval_seconds)));
+}
+
+void PluginManager::writeCdiSpec(const NodePool& pool, const NodeTopology& topology) {
+  if (!flags_.cdi) {
+    return;
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(flags_.cdi_dir, ec);
+  const std::string path = cdiSpecPath(flags_.cdi_dir, pool.spec.resource_name);
+  if (auto status = writeFileAtomically(path, cdiSpecJson(pool, topology)); !status) {
+    logger_.warn("cannot write CDI spec", {{"path", path}, {"error", status.error().message}});
+  }
 }
 
 void PluginManager::writeTopologyState(const NodeTopology& topology) {

@@ -71,6 +71,7 @@ private:
   bool kubeletSocketExists() const;
   std::shared_ptr<const NodeTopology> discover(const PluginConfig& config) const;
   void writeTopologyState(const NodeTopology& topology);
+  void writeCdiSpec(const NodePool& pool, const NodeTopology& topology);
   std::chrono::milliseconds resendInterval() const;
 
   const PluginFlags flags_;

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <thread>
 
+#include "pluginregistration/v1/api.grpc.pb.h"
 #include "test/plugin/kubelet_simulator.h"
 #include "test/plugin/plugin_process.h"
 #include "test/plugin/temp_dir.h"
@@ -77,18 +78,10 @@ protected:
     state_dir_ = tmp_.path() + "/state";
     kubelet_ = std::make_unique<KubeletSimulator>(kubelet_dir_);
     ASSERT_TRUE(kubelet_->start().ok());
-    std::vector<std::string> args = {"--sysfs-root",
-                                     node_ + "/sys",
-                                     "--proc-root",
-                                     node_ + "/proc",
-                                     "--dev-root",
-                                     node_ + "/dev",
-                                     "--device-plugin-dir",
-                                     kubelet_dir_,
-                                     "--plugin-registry-dir",
-                                     tmp_.path() + "/no-registry",
-                                     "--state-dir",
-                                     state_dir_};
+    std::vector<std::string> args = {"--sysfs-root",        node_ + "/sys", "--proc-root",
+                                     node_ + "/proc",       "--dev-root",   node_ + "/dev",
+                                     "--device-plugin-dir", kubelet_dir_,   "--plugin-registry-dir",
+                                     registry_dir_,         "--state-dir",  state_dir_};
     args.insert(args.end(), extra.begin(), extra.end());
     auto plugin = PluginProcess::start(KUBE_RDMA_PLUGIN_BINARY, args, tmp_.path() + "/plugin.log");
     ASSERT_TRUE(plugin.ok()) << plugin.error().message;
@@ -150,6 +143,7 @@ protected:
   std::string node_;
   std::string kubelet_dir_;
   std::string state_dir_;
+  std::string registry_dir_ = tmp_.path() + "/no-registry"; // absent: classic registration
   std::unique_ptr<KubeletSimulator> kubelet_;
   PluginProcessPtr plugin_;
 };
@@ -328,6 +322,60 @@ TEST_F(PluginIntegrationTest, ConfigReloadAppliesGoodConfigsAndKeepsTheLastGoodO
      "selector": {"deviceNames": ["mlx5_[5-8]"]}}]})");
   EXPECT_TRUE(waitForHealthy("example.com/shared", 4, 4));
   EXPECT_TRUE(waitForHealthy(kExclusive, 4, 4));
+}
+
+TEST_F(PluginIntegrationTest, CdiSpecIsWrittenAndAllocateNamesTheCdiDevices) {
+  const std::string cdi_dir = tmp_.path() + "/cdi";
+  startPlugin("a100-roce", {"--cdi", "--cdi-dir", cdi_dir});
+  ASSERT_TRUE(waitForHealthy(kShared, 128));
+  const std::string spec = readFile(cdi_dir + "/kube-rdma.io-rdma_shared.json");
+  EXPECT_NE(spec.find("\"kind\": \"kube-rdma.io/rdma_shared\""), std::string::npos) << spec;
+  EXPECT_NE(spec.find("/dev/infiniband/" + uverbsOf("mlx5_8")), std::string::npos) << spec;
+  auto answer = kubelet_->allocate(kShared, {"0"});
+  ASSERT_TRUE(answer.ok()) << answer.error().message;
+  ASSERT_EQ(answer->cdi_devices_size(), 8);
+  EXPECT_EQ(answer->cdi_devices(0).name(), "kube-rdma.io/rdma_shared=mlx5_1");
+}
+
+// The kubelet's plugin watcher, played by hand: it finds the socket in plugins_registry, asks
+// GetInfo, reports the registration, then uses the endpoint as a device plugin.
+TEST_F(PluginIntegrationTest, ServesThePluginWatcherWhenTheRegistryDirectoryExists) {
+  registry_dir_ = tmp_.sub("plugins_registry");
+  startPlugin("a100-roce");
+  const std::string socket = registry_dir_ + "/kube-rdma-rdma_shared.sock";
+  ASSERT_TRUE(waitUntil([&] { return fs::exists(socket); }));
+  auto channel = grpc::CreateChannel("unix:" + socket, grpc::InsecureChannelCredentials());
+  auto registration = pluginregistration::Registration::NewStub(channel);
+  pluginregistration::PluginInfo info;
+  {
+    grpc::ClientContext context;
+    context.set_wait_for_ready(true);
+    ASSERT_TRUE(registration->GetInfo(&context, pluginregistration::InfoRequest(), &info).ok());
+  }
+  EXPECT_EQ(info.type(), "DevicePlugin");
+  EXPECT_EQ(info.name(), kShared);
+  EXPECT_EQ(info.endpoint(), socket);
+  EXPECT_EQ(
+      std::vector<std::string>(info.supported_versions().begin(), info.supported_versions().end()),
+      std::vector<std::string>{"v1beta1"});
+  {
+    grpc::ClientContext context;
+    pluginregistration::RegistrationStatus status;
+    status.set_plugin_registered(true);
+    pluginregistration::RegistrationStatusResponse response;
+    ASSERT_TRUE(registration->NotifyRegistrationStatus(&context, status, &response).ok());
+  }
+  auto plugin = v1beta1::DevicePlugin::NewStub(
+      grpc::CreateChannel("unix:" + info.endpoint(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  auto stream = plugin->ListAndWatch(&context, v1beta1::Empty());
+  v1beta1::ListAndWatchResponse list;
+  ASSERT_TRUE(stream->Read(&list));
+  EXPECT_EQ(list.devices_size(), 128);
+  context.TryCancel();
+  stream->Finish();
+  EXPECT_TRUE(waitForLog("kubelet registered pool"));
+  EXPECT_TRUE(kubelet_->view().resources.empty()); // nothing went to kubelet.sock
 }
 
 } // namespace
