@@ -10,9 +10,13 @@ namespace {
 
 constexpr const char* kText = "text/plain";
 
+// Answers without reading the body. cpp-httplib 0.11.4 decides keep-alive before routing, so the
+// "Connection: close" here is for the client (Go's client closes on it); unread bytes, if any,
+// are read as a next request, which fails to parse and ends the connection. (Shutting the socket's
+// read side down instead makes the kernel reset the connection and the client can lose this
+// answer.)
 void refuse(httplib::Response& response, int status, const std::string& message) {
   response.status = status;
-  // The body was not read: the connection cannot carry another request.
   response.set_header("Connection", "close");
   response.set_content(message + "\n", kText);
 }

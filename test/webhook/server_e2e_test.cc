@@ -94,7 +94,7 @@ public:
   // The port from the "serving" log line; 0 if the process did not get there in time.
   int waitForPort() {
     const std::regex serving("serving address=[^ ]*:([0-9]+)");
-    for (int i = 0; i < 200; ++i) {
+    for (int i = 0; i < 2400; ++i) {
       std::smatch m;
       const std::string log = readText(log_);
       if (std::regex_search(log, m, serving)) {
@@ -274,9 +274,11 @@ protected:
     return res ? res->body : "";
   }
 
-  // Waits for a condition that depends on the webhook noticing a file change.
+  // Waits for a condition that depends on the webhook noticing a file change or on requests
+  // going through. The deadline is only there so a broken build ends; it is far above what any
+  // step takes, even on a loaded machine.
   template <class F> bool eventually(F condition) const {
-    for (int i = 0; i < 200; ++i) {
+    for (int i = 0; i < 2400; ++i) {
       if (condition()) {
         return true;
       }
@@ -317,18 +319,28 @@ TEST_F(WebhookE2E, CertificateRotatesMidStreamWithoutAFailedRequest) {
   std::atomic<bool> stop{false};
   std::atomic<int> sent{0};
   std::vector<std::string> failures;
-  std::thread stream([&] {
-    // A new client every 20 requests, so new handshakes happen throughout the rotation.
-    while (!stop) {
-      auto c = client();
-      for (int i = 0; i < 20 && !stop; ++i) {
-        std::string error = review(*c, "uid-" + std::to_string(sent.fetch_add(1)));
-        if (!error.empty()) {
-          failures.push_back(error);
-        }
+  // Joined on every path out of the test, a failed assertion included.
+  struct Joiner {
+    std::atomic<bool>& stop;
+    std::thread thread;
+    ~Joiner() {
+      stop = true;
+      if (thread.joinable()) {
+        thread.join();
       }
     }
-  });
+  } stream{stop, std::thread([&] {
+             // A new client every 20 requests, so new handshakes happen throughout the rotation.
+             while (!stop) {
+               auto c = client();
+               for (int i = 0; i < 20 && !stop; ++i) {
+                 std::string error = review(*c, "uid-" + std::to_string(sent.fetch_add(1)));
+                 if (!error.empty()) {
+                   failures.push_back(error);
+                 }
+               }
+             }
+           })};
   ASSERT_TRUE(eventually([&] { return sent > 100; }));
   publishCertificate("serving-b");
   EXPECT_TRUE(eventually([&] {
@@ -337,7 +349,7 @@ TEST_F(WebhookE2E, CertificateRotatesMidStreamWithoutAFailedRequest) {
   const int at_rotation = sent;
   ASSERT_TRUE(eventually([&] { return sent > at_rotation + 100; }));
   stop = true;
-  stream.join();
+  stream.thread.join();
   EXPECT_TRUE(failures.empty()) << failures.size() << " failed, first: " << failures.front();
   EXPECT_GT(sent, 200);
 }
