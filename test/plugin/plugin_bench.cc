@@ -9,7 +9,8 @@
 // 2. Allocate round trip over the unix socket; reference: a trivial gRPC echo (this program in
 //    --echo-server mode) over the same kind of socket.
 // 3. port state change and kubelet restart until the kubelet sees them.
-// 4. idle RSS (VmRSS) and idle CPU (utime+stime) of the plugin and of the echo server.
+// 4. idle RSS (VmRSS) and idle CPU (utime+stime, and schedstat) of the plugin and of the echo
+//    server; SIGTERM until the plugin exited 0.
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -166,7 +167,7 @@ int run(int idle_seconds, int rounds, int calls, const std::string& self) {
   const std::string log = s.tmp.path() + "/plugin.log";
 
   // 1. Start until registered.
-  std::vector<double> start_us, true_us, echo_start_us;
+  std::vector<double> start_us, true_us, echo_start_us, sigterm_us;
   for (int i = 0; i < rounds; ++i) {
     KubeletSimulator kubelet(s.kubelet_dir);
     if (!kubelet.start()) {
@@ -179,7 +180,13 @@ int run(int idle_seconds, int rounds, int calls, const std::string& self) {
       return 1;
     }
     start_us.push_back(micros(Clock::now() - t0));
-    (void)(*plugin)->terminate(kDeadline);
+    const auto t_term = Clock::now();
+    auto exit_code = (*plugin)->terminate(kDeadline);
+    if (!exit_code || *exit_code != 0) {
+      std::cerr << "plugin did not exit 0 on SIGTERM\n";
+      return 1;
+    }
+    sigterm_us.push_back(micros(Clock::now() - t_term));
     const auto t1 = Clock::now();
     auto t = PluginProcess::start("/bin/true", {}, "/dev/null");
     (void)(*t)->terminate(kDeadline); // already exited: reaps it
@@ -279,12 +286,15 @@ int run(int idle_seconds, int rounds, int calls, const std::string& self) {
       100.0 * static_cast<double>(cpuTicks((*plugin)->pid()) - plugin_cpu0) / ticks;
   const double echo_cpu = 100.0 * static_cast<double>(cpuTicks((*echo)->pid()) - echo_cpu0) / ticks;
 
+  const auto sg = stats(sigterm_us);
   const auto st = stats(start_us), tr = stats(true_us), es = stats(echo_start_us),
              al = stats(alloc_us), ec = stats(echo_us), po = stats(port_us), re = stats(restart_us);
   std::printf("start until registered (2 pools), %d runs: median %.1f ms, max %.1f ms | "
               "references: trivial gRPC server start until it answers: median %.1f ms; "
               "fork/exec /bin/true: median %.1f ms\n",
               rounds, st.p50 / 1000, st.max / 1000, es.p50 / 1000, tr.p50 / 1000);
+  std::printf("SIGTERM until exit 0 (sockets removed), %d runs: median %.1f ms, max %.1f ms\n",
+              rounds, sg.p50 / 1000, sg.max / 1000);
   std::printf("Allocate round trip, %d calls: p50 %.0f us, p99 %.0f us | reference gRPC echo "
               "over a unix socket: p50 %.0f us, p99 %.0f us\n",
               calls, al.p50, al.p99, ec.p50, ec.p99);
