@@ -1,0 +1,105 @@
+#include "test/e2e/demo_report.h"
+
+#include <gtest/gtest.h>
+
+namespace kube_rdma {
+namespace {
+
+const EnvOrigin* find(const std::vector<EnvOrigin>& rows, const std::string& name) {
+  for (const EnvOrigin& e : rows) {
+    if (e.name == name) {
+      return &e;
+    }
+  }
+  return nullptr;
+}
+
+TEST(FinalEnvironment, PodSpecBeatsAllocateAndNcclConfFillsOnlyWhatNeitherSets) {
+  const NcclEnv user = {{"NCCL_IB_HCA", "=mlx5_1:1"}, {"PYTHONUNBUFFERED", "1"}};
+  const NcclEnv patched = {{"NCCL_IB_HCA", "=mlx5_1:1"},
+                           {"PYTHONUNBUFFERED", "1"},
+                           {"NCCL_IB_DISABLE", "0"},
+                           {"NCCL_IB_TIMEOUT", "22"}};
+  const NcclEnv node = {{"NCCL_IB_HCA", "=mlx5_1:1,mlx5_2:1"},
+                        {"NCCL_IB_DISABLE", "0"},
+                        {"NCCL_IB_TIMEOUT", "14"},
+                        {"KUBE_RDMA_DEVICES", "mlx5_1,mlx5_2"}};
+  const NcclEnv conf = {{"NCCL_IB_HCA", "=mlx5_1:1,mlx5_2:1"},
+                        {"NCCL_NET_GDR_LEVEL", "PIX"},
+                        {"NCCL_NET_GDR_LEVEL", "SYS"}};
+  const auto rows = finalEnvironment(user, patched, node, conf, "NCCL_");
+
+  std::vector<std::string> names;
+  for (const EnvOrigin& e : rows) {
+    names.push_back(e.name);
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"NCCL_IB_DISABLE", "NCCL_IB_HCA", "NCCL_IB_TIMEOUT",
+                                             "NCCL_NET_GDR_LEVEL"}));
+
+  const EnvOrigin* hca = find(rows, "NCCL_IB_HCA");
+  ASSERT_NE(hca, nullptr);
+  EXPECT_EQ(hca->value, "=mlx5_1:1");
+  EXPECT_EQ(hca->source, "user");
+  using Shadowed = std::vector<std::pair<std::string, std::string>>;
+  EXPECT_EQ(hca->shadowed,
+            (Shadowed{{"node", "=mlx5_1:1,mlx5_2:1"}, {"nccl.conf", "=mlx5_1:1,mlx5_2:1"}}));
+
+  // Same value in both layers: the pod spec's entry is the one that counts, nothing lost.
+  const EnvOrigin* disable = find(rows, "NCCL_IB_DISABLE");
+  ASSERT_NE(disable, nullptr);
+  EXPECT_EQ(disable->source, "policy");
+  EXPECT_TRUE(disable->shadowed.empty());
+
+  const EnvOrigin* timeout = find(rows, "NCCL_IB_TIMEOUT");
+  ASSERT_NE(timeout, nullptr);
+  EXPECT_EQ(timeout->value, "22");
+  EXPECT_EQ(timeout->source, "policy");
+  EXPECT_EQ(timeout->shadowed, (Shadowed{{"node", "14"}}));
+
+  // Only in nccl.conf: NCCL keeps the first line of a name.
+  const EnvOrigin* gdr = find(rows, "NCCL_NET_GDR_LEVEL");
+  ASSERT_NE(gdr, nullptr);
+  EXPECT_EQ(gdr->value, "PIX");
+  EXPECT_EQ(gdr->source, "nccl.conf");
+}
+
+TEST(FinalEnvironment, TheLastPodSpecEntryOfANameWins) {
+  const NcclEnv user = {{"NCCL_DEBUG", "WARN"}, {"NCCL_DEBUG", "INFO"}};
+  const auto rows = finalEnvironment(user, user, {}, {}, "NCCL_");
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].value, "INFO");
+  EXPECT_EQ(rows[0].source, "user");
+}
+
+TEST(UnifiedDiff, EqualTextsHaveNoHunks) {
+  EXPECT_TRUE(unifiedDiff({"a", "b"}, {"a", "b"}, 2).empty());
+}
+
+TEST(UnifiedDiff, AddedLinesWithContextAndHeaders) {
+  const std::vector<std::string> before = {"1", "2", "3", "4", "5", "6", "7", "8", "9"};
+  const std::vector<std::string> after = {"1", "2", "x", "3", "4", "5", "6", "7", "8", "y", "9"};
+  EXPECT_EQ(unifiedDiff(before, after, 1),
+            (std::vector<std::string>{"@@ -2,2 +2,3 @@", " 2", "+x", " 3", "@@ -8,2 +9,3 @@", " 8",
+                                      "+y", " 9"}));
+  // Changes closer than twice the context share one hunk.
+  EXPECT_EQ(unifiedDiff(before, after, 3).front(), "@@ -1,9 +1,11 @@");
+}
+
+TEST(UnifiedDiff, ReplacedLineShowsBothSides) {
+  EXPECT_EQ(unifiedDiff({"a", "b", "c"}, {"a", "B", "c"}, 0),
+            (std::vector<std::string>{"@@ -2,1 +2,1 @@", "-b", "+B"}));
+}
+
+TEST(FormatTable, ColumnsAlignOnTheWidestCellWithoutTrailingBlanks) {
+  EXPECT_EQ(formatTable({"NAME", "V"}, {{"NCCL_IB_HCA", "=mlx5_1:1"}, {"X", ""}}, "  "),
+            "  NAME         V\n"
+            "  NCCL_IB_HCA  =mlx5_1:1\n"
+            "  X\n");
+}
+
+TEST(SplitLines, KeepsEmptyLinesButNotTheLastNewline) {
+  EXPECT_EQ(splitLines("a\n\nb\n"), (std::vector<std::string>{"a", "", "b"}));
+}
+
+} // namespace
+} // namespace kube_rdma
