@@ -1,6 +1,10 @@
 #include "common/topology.h"
 
+#include <climits>
+#include <cstdlib>
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include "common/sysfs_discovery.h"
 
@@ -24,6 +28,29 @@ TEST(Topology, RejectsPathsThatAreNotPci) {
     auto r = parsePciePath(bad);
     EXPECT_FALSE(r.ok()) << bad;
   }
+}
+
+TEST(Topology, ResolvesSysfsLinksWithOrWithoutAnOpenDirectory) {
+  char buf[PATH_MAX];
+  const std::string sys = std::string(KUBE_RDMA_FIXTURES) + "/a100-roce/sys";
+  ASSERT_NE(::realpath(sys.c_str(), buf), nullptr);
+  const std::string root(buf);
+  const std::string link = root + "/class/infiniband/mlx5_1/device";
+  auto by_path = resolvePciePath(root, link);
+  ASSERT_TRUE(by_path.ok()) << by_path.error().message;
+  const int fd = ::open(link.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  auto by_fd = resolvePciePath(root, link, fd);
+  ::close(fd);
+  ASSERT_TRUE(by_fd.ok()) << by_fd.error().message;
+  EXPECT_EQ(*by_fd, *by_path);
+  EXPECT_EQ(by_path->back(), "0000:13:00.0");
+
+  auto outside = resolvePciePath(root, root + "/class/net/lo"); // a virtual device
+  ASSERT_FALSE(outside.ok());
+  EXPECT_NE(outside.error().message.find("virtual/net/lo"), std::string::npos)
+      << outside.error().message;
+  EXPECT_FALSE(resolvePciePath(root, root + "/class/infiniband/mlx5_99/device").ok());
 }
 
 // GPU and NIC under one switch (root port -> upstream -> two downstream ports): NCCL's PIX.
