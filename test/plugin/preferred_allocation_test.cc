@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <ostream>
+
 namespace kube_rdma {
 namespace {
 
@@ -31,6 +33,11 @@ struct Case {
   int size;
   std::vector<std::string> expected;
 };
+
+// gtest prints the parameter in test listings: the description, not the bytes.
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.description;
+}
 
 class PreferredAllocationTest : public ::testing::TestWithParam<Case> {};
 
