@@ -162,3 +162,16 @@ TEST(ExtendedResourceName, FollowsTheKubeletsRule) {
 
 } // namespace
 } // namespace kube_rdma
+
+namespace kube_rdma {
+namespace {
+
+TEST(RegistrationMode, PluginWatcherExactlyWhenTheRegistryDirectoryExists) {
+  TempDir dir;
+  EXPECT_EQ(chooseRegistrationMode(dir.path()), RegistrationMode::kPluginWatcher);
+  EXPECT_EQ(chooseRegistrationMode(dir.path() + "/absent"), RegistrationMode::kClassic);
+  EXPECT_EQ(poolSocketName("example.com/shared_a"), "kube-rdma-example_com_shared_a.sock");
+}
+
+} // namespace
+} // namespace kube_rdma
