@@ -1,0 +1,698 @@
+// Fault injection against the real rdma-webhook binary over TLS with a test CA. Each case starts
+// the server, runs a prober that keeps posting CORRECT AdmissionReviews on new connections and
+// checks every answer (uid echoed, the patch applies with nlohmann's RFC 6902 and gives the golden
+// pod), injects one kind of fault, and prints: faults injected, probe requests made during the
+// fault, wrong answers, crashes (alive at the end, exit code on SIGTERM) and VmRSS before/after.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <openssl/evp.h>
+#include <openssl/ssl.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include "test/plugin/plugin_process.h"
+#include "test/plugin/temp_dir.h"
+
+namespace kube_rdma {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using Steady = std::chrono::steady_clock;
+
+// The API server gives up on a webhook after the configuration's timeoutSeconds (5 in
+// manifests/; 30 at most). A probe not answered within twice that is a lost admission.
+constexpr std::chrono::seconds kProbeDeadline{10};
+constexpr long kMemoryGrowthBoundKiB = 64 * 1024;
+
+std::string readText(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+void writeText(const fs::path& path, const std::string& text) {
+  std::ofstream(path, std::ios::trunc) << text;
+}
+
+// Replaces a file the way an editor or a kubelet does: write beside it, then rename over it.
+void replaceText(const fs::path& path, const std::string& text) {
+  writeText(path.string() + ".new", text);
+  fs::rename(path.string() + ".new", path);
+}
+
+// A "Key: value" line of /proc/<pid>/status, "" when the process or the key is gone.
+std::string procStatus(pid_t pid, const std::string& key) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(key + ":", 0) == 0) {
+      return line.substr(key.size() + 1);
+    }
+  }
+  return "";
+}
+
+long rssKiB(pid_t pid) {
+  const std::string value = procStatus(pid, "VmRSS");
+  return value.empty() ? -1 : std::stol(value);
+}
+
+bool alive(pid_t pid) {
+  const std::string state = procStatus(pid, "State");
+  return !state.empty() && state.find('Z') == std::string::npos &&
+         state.find('X') == std::string::npos;
+}
+
+int freeLoopbackPort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t size = sizeof(address);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&address), size);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &size);
+  ::close(fd);
+  return ntohs(address.sin_port);
+}
+
+int connectLoopback(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  const timeval timeout{static_cast<time_t>(kProbeDeadline.count()), 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+std::string decodeBase64(const std::string& text) {
+  std::string out(text.size(), '\0');
+  const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(text.data()),
+                                static_cast<int>(text.size()));
+  if (n < 0) {
+    return "";
+  }
+  // EVP_DecodeBlock counts the padding as zero bytes.
+  const size_t padding = text.size() - text.find_last_not_of('=') - 1;
+  out.resize(static_cast<size_t>(n) - padding);
+  return out;
+}
+
+const fs::path kPods = fs::path(KUBE_RDMA_WEBHOOK_TESTDATA) / "pods";
+
+json reviewOf(const json& pod, const std::string& uid) {
+  return {{"apiVersion", "admission.k8s.io/v1"},
+          {"kind", "AdmissionReview"},
+          {"request",
+           {{"uid", uid},
+            {"kind", {{"group", ""}, {"version", "v1"}, {"kind", "Pod"}}},
+            {"resource", {{"group", ""}, {"version", "v1"}, {"resource", "pods"}}},
+            {"namespace", "training"},
+            {"operation", "CREATE"},
+            {"object", pod}}}};
+}
+
+// Empty when `body` answers the review of `pod` under `uid` correctly, else what is wrong.
+std::string checkAnswer(const std::string& body, const std::string& uid, const json& pod,
+                        const json& expected_pod) {
+  const json reply = json::parse(body, nullptr, false);
+  if (reply.is_discarded()) {
+    return "reply is not JSON";
+  }
+  const json& response = reply["response"];
+  if (response["uid"] != uid || response["allowed"] != true ||
+      response["patchType"] != "JSONPatch" || !response["patch"].is_string()) {
+    return "wrong response fields: " + body.substr(0, 200);
+  }
+  const json patch = json::parse(decodeBase64(response["patch"]), nullptr, false);
+  if (patch.is_discarded()) {
+    return "patch is not JSON";
+  }
+  try {
+    const json patched = pod.patch(patch);
+    if (patched != expected_pod) {
+      return "patched pod differs: " + json::diff(expected_pod, patched).dump().substr(0, 200);
+    }
+  } catch (const json::exception& e) {
+    return std::string("patch does not apply: ") + e.what();
+  }
+  return "";
+}
+
+// A client TLS context trusting the test CA (or nothing, for raw fault connections).
+SSL_CTX* clientContext(int min_version, int max_version) {
+  SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
+  // Level 0 lets this client offer TLS 1.0/1.1, so a refusal is the server's doing.
+  SSL_CTX_set_security_level(ctx, 0);
+  SSL_CTX_set_cipher_list(ctx, "DEFAULT:@SECLEVEL=0");
+  SSL_CTX_set_min_proto_version(ctx, min_version);
+  SSL_CTX_set_max_proto_version(ctx, max_version);
+  return ctx;
+}
+
+// One raw TLS connection driven by hand (non-blocking), for floods and slow clients.
+class RawTls {
+public:
+  RawTls(SSL_CTX* ctx, int port) : fd_(connectLoopback(port)) {
+    if (fd_ >= 0) {
+      ::fcntl(fd_, F_SETFL, ::fcntl(fd_, F_GETFL) | O_NONBLOCK);
+      ssl_ = SSL_new(ctx);
+      SSL_set_fd(ssl_, fd_);
+    }
+  }
+  ~RawTls() {
+    if (ssl_ != nullptr) {
+      SSL_free(ssl_);
+    }
+    if (fd_ >= 0) {
+      ::close(fd_);
+    }
+  }
+  RawTls(const RawTls&) = delete;
+  RawTls& operator=(const RawTls&) = delete;
+
+  // Moves the handshake on as far as the server lets it; true once it is done.
+  bool advance() {
+    if (closed_ || established_) {
+      return established_;
+    }
+    const int r = SSL_connect(ssl_);
+    if (r == 1) {
+      established_ = true;
+    } else if (!wouldBlock(r)) {
+      closed_ = true;
+    }
+    return established_;
+  }
+  // True once the server has closed (or refused) this connection.
+  bool closedByServer() {
+    if (fd_ < 0) {
+      return true;
+    }
+    if (!closed_ && established_) {
+      char byte;
+      const int r = SSL_read(ssl_, &byte, 1);
+      closed_ = r <= 0 && !wouldBlock(r);
+    }
+    return closed_;
+  }
+  // Sends one byte of `text` per call, in order; false once the server has closed.
+  bool drip(const std::string& text) {
+    if (!established_ || closedByServer() || sent_ >= text.size()) {
+      return !closed_;
+    }
+    const int r = SSL_write(ssl_, text.data() + sent_, 1);
+    if (r == 1) {
+      ++sent_;
+    } else if (!wouldBlock(r)) {
+      closed_ = true;
+    }
+    return !closed_;
+  }
+  bool established() const { return established_; }
+
+private:
+  bool wouldBlock(int r) const {
+    const int error = SSL_get_error(ssl_, r);
+    return error == SSL_ERROR_WANT_READ || error == SSL_ERROR_WANT_WRITE;
+  }
+
+  int fd_;
+  SSL* ssl_ = nullptr;
+  bool established_ = false;
+  bool closed_ = false;
+  size_t sent_ = 0;
+};
+
+// Writes `request` on a new TLS connection and returns what the server answers until it closes
+// or the headers and `body_bytes` of body have arrived.
+std::string roundTrip(int port, const std::string& request) {
+  SSL_CTX* ctx = clientContext(TLS1_2_VERSION, TLS1_3_VERSION);
+  const int fd = connectLoopback(port);
+  std::string response;
+  SSL* ssl = SSL_new(ctx);
+  SSL_set_fd(ssl, fd);
+  if (fd >= 0 && SSL_connect(ssl) == 1) {
+    // A server that refuses early may close while this is still being written.
+    SSL_write(ssl, request.data(), static_cast<int>(request.size()));
+    char buffer[4096];
+    for (int n; (n = SSL_read(ssl, buffer, sizeof(buffer))) > 0;) {
+      response.append(buffer, static_cast<size_t>(n));
+      if (response.find("\r\n\r\n") != std::string::npos) {
+        break;
+      }
+    }
+  }
+  SSL_free(ssl);
+  if (fd >= 0) {
+    ::close(fd);
+  }
+  SSL_CTX_free(ctx);
+  return response;
+}
+
+std::string statusOf(const std::string& response) {
+  return response.substr(0, response.find("\r\n"));
+}
+
+// Posts correct reviews on a new connection each, until stopped, and checks every answer.
+class Prober {
+public:
+  Prober(int port, std::string ca) : port_(port), ca_(std::move(ca)) {
+    pod_ = json::parse(readText(kPods / "pytorchjob-master.json"));
+    expected_pod_ = json::parse(readText(kPods / "pytorchjob-master.expected.json"))["pod"];
+    thread_ = std::thread([this] { loop(); });
+  }
+  ~Prober() {
+    stop_ = true;
+    thread_.join();
+  }
+  int requests() const { return requests_; }
+  int wrong() const { return wrong_; }
+  std::string firstError() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return first_error_;
+  }
+  // Waits until `n` more answers (right or wrong) have come back, for at most `limit`.
+  bool waitForMore(int n, std::chrono::seconds limit) const {
+    const int target = requests_ + n;
+    for (const auto end = Steady::now() + limit; Steady::now() < end;) {
+      if (requests_ >= target) {
+        return true;
+      }
+      std::this_thread::sleep_for(20ms);
+    }
+    return false;
+  }
+
+private:
+  void loop() {
+    for (int i = 0; !stop_; ++i) {
+      const std::string uid = "probe-" + std::to_string(i);
+      std::string error;
+      httplib::SSLClient client("127.0.0.1", port_);
+      client.set_ca_cert_path(ca_.c_str());
+      client.enable_server_certificate_verification(true);
+      client.set_connection_timeout(kProbeDeadline);
+      client.set_read_timeout(kProbeDeadline);
+      client.set_write_timeout(kProbeDeadline);
+      auto res = client.Post("/mutate?timeout=5s", reviewOf(pod_, uid).dump(), "application/json");
+      if (!res) {
+        error = "transport error " + httplib::to_string(res.error());
+      } else if (res->status != 200) {
+        error = "status " + std::to_string(res->status) + ": " + res->body;
+      } else {
+        error = checkAnswer(res->body, uid, pod_, expected_pod_);
+      }
+      if (!error.empty()) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (first_error_.empty()) {
+          first_error_ = uid + ": " + error;
+        }
+        ++wrong_;
+      }
+      ++requests_;
+      std::this_thread::sleep_for(10ms); // leave the loaded machine to the faults
+    }
+  }
+
+  const int port_;
+  const std::string ca_;
+  json pod_;
+  json expected_pod_;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> requests_{0};
+  std::atomic<int> wrong_{0};
+  mutable std::mutex mutex_;
+  std::string first_error_;
+  std::thread thread_;
+};
+
+struct Figures {
+  std::string fault;
+  int injected = 0;
+  int requests = 0;
+  int wrong = 0;
+  int crashes = 0;
+  long rss_before_kib = 0;
+  long rss_after_kib = 0;
+  std::string note;
+};
+
+class WebhookFaults : public testing::Test {
+protected:
+  static void SetUpTestSuite() {
+    // A server that refuses a body closes while the client still writes it: EPIPE, not a signal.
+    signal(SIGPIPE, SIG_IGN);
+    certs_ = new TempDir();
+    const std::string d = certs_->path();
+    const auto run = [](const std::string& command) {
+      ASSERT_EQ(std::system((command + " >/dev/null 2>&1").c_str()), 0) << command;
+    };
+    run("openssl req -x509 -newkey rsa:2048 -nodes -keyout " + d + "/ca.key -out " + d +
+        "/ca.crt -days 2 -subj /CN=kube-rdma-fault-ca");
+    writeText(d + "/san.ext", "subjectAltName=IP:127.0.0.1,DNS:localhost\n");
+    run("openssl req -newkey rsa:2048 -nodes -keyout " + d + "/tls.key -out " + d +
+        "/tls.csr -subj /CN=rdma-webhook");
+    run("openssl x509 -req -in " + d + "/tls.csr -CA " + d + "/ca.crt -CAkey " + d +
+        "/ca.key -CAcreateserial -days 1 -extfile " + d + "/san.ext -out " + d + "/tls.crt");
+  }
+  static void TearDownTestSuite() {
+    std::printf("\n| fault | injected | probe requests | wrong | crashes | VmRSS before KiB "
+                "| VmRSS after KiB | notes |\n|---|---|---|---|---|---|---|---|\n");
+    for (const Figures& f : *table_) {
+      std::printf("| %s | %d | %d | %d | %d | %ld | %ld | %s |\n", f.fault.c_str(), f.injected,
+                  f.requests, f.wrong, f.crashes, f.rss_before_kib, f.rss_after_kib,
+                  f.note.c_str());
+    }
+    delete certs_;
+  }
+
+  void SetUp() override {
+    fs::copy_file(certs_->path() + "/tls.crt", work_.path() + "/tls.crt");
+    fs::copy_file(certs_->path() + "/tls.key", work_.path() + "/tls.key");
+    writeText(work_.path() + "/policy.json", "{}");
+    metrics_port_ = freeLoopbackPort();
+    Result<PluginProcessPtr> process = PluginProcess::start(
+        RDMA_WEBHOOK_BINARY,
+        {"--tls-cert-file", work_.path() + "/tls.crt", "--tls-private-key-file",
+         work_.path() + "/tls.key", "--listen-address", "127.0.0.1:0", "--policy",
+         work_.path() + "/policy.json", "--metrics-address",
+         "127.0.0.1:" + std::to_string(metrics_port_), "--shutdown-delay", "0"},
+        work_.path() + "/webhook.log");
+    ASSERT_TRUE(process.ok()) << process.error().message;
+    process_ = std::move(*process);
+    const std::regex serving("serving address=[^ ]*:([0-9]+)");
+    for (int i = 0; i < 400 && port_ == 0; ++i) {
+      std::smatch m;
+      const std::string log = process_->logs();
+      if (std::regex_search(log, m, serving)) {
+        port_ = std::stoi(m[1]);
+      } else {
+        std::this_thread::sleep_for(25ms);
+      }
+    }
+    ASSERT_NE(port_, 0) << process_->logs();
+    prober_ = std::make_unique<Prober>(port_, certs_->path() + "/ca.crt");
+    // The baseline: the server answers correctly before any fault.
+    ASSERT_TRUE(prober_->waitForMore(3, kProbeDeadline * 3));
+    ASSERT_EQ(prober_->wrong(), 0) << prober_->firstError();
+    figures_.fault = testing::UnitTest::GetInstance()->current_test_info()->name();
+    figures_.rss_before_kib = rssKiB(process_->pid());
+    requests_before_ = prober_->requests();
+  }
+
+  // Ends the fault window: a few more correct answers after it, then figures and a clean exit.
+  void TearDown() override {
+    if (process_ == nullptr || prober_ == nullptr || IsSkipped()) {
+      return;
+    }
+    EXPECT_TRUE(prober_->waitForMore(3, kProbeDeadline * 3)) << "no answers after the fault";
+    figures_.requests = prober_->requests() - requests_before_;
+    figures_.wrong = prober_->wrong();
+    const std::string first_error = prober_->firstError();
+    prober_.reset();
+    figures_.rss_after_kib = rssKiB(process_->pid());
+    figures_.crashes = alive(process_->pid()) ? 0 : 1;
+    Result<int> exit_code = process_->terminate(10s);
+    if (!exit_code.ok() || *exit_code != 0) {
+      ++figures_.crashes;
+    }
+    std::printf("[fault] %s: injected=%d probe_requests=%d wrong=%d crashes=%d "
+                "vmrss_before_kib=%ld vmrss_after_kib=%ld %s\n",
+                figures_.fault.c_str(), figures_.injected, figures_.requests, figures_.wrong,
+                figures_.crashes, figures_.rss_before_kib, figures_.rss_after_kib,
+                figures_.note.c_str());
+    table_->push_back(figures_);
+    EXPECT_EQ(figures_.wrong, 0) << "first wrong answer: " << first_error;
+    EXPECT_EQ(figures_.crashes, 0)
+        << (exit_code.ok() ? "exit code " + std::to_string(*exit_code) : exit_code.error().message)
+        << "\n"
+        << process_->logs().substr(0, 2000);
+    EXPECT_LT(figures_.rss_after_kib - figures_.rss_before_kib, kMemoryGrowthBoundKiB);
+  }
+
+  std::string scrape() const {
+    httplib::Client client("127.0.0.1", metrics_port_);
+    auto res = client.Get("/metrics");
+    return res ? res->body : "";
+  }
+  int readyStatus() const {
+    httplib::SSLClient client("127.0.0.1", port_);
+    client.set_ca_cert_path((certs_->path() + "/ca.crt").c_str());
+    client.enable_server_certificate_verification(true);
+    auto res = client.Get("/readyz");
+    return res ? res->status : 0;
+  }
+
+  static TempDir* certs_;
+  static std::vector<Figures>* table_;
+  TempDir work_;
+  int port_ = 0;
+  int metrics_port_ = 0;
+  PluginProcessPtr process_;
+  std::unique_ptr<Prober> prober_;
+  Figures figures_;
+  int requests_before_ = 0;
+};
+
+TempDir* WebhookFaults::certs_ = nullptr;
+std::vector<Figures>* WebhookFaults::table_ = new std::vector<Figures>();
+
+// Cases that show a known webhook bug fail today; they are skipped unless asked for, so the suite
+// stays green while the bug is open (docs/faults.md records their figures).
+#define KNOWN_BUG(text)                                                                            \
+  if (std::getenv("KUBE_RDMA_FAULTS_KNOWN_BUGS") == nullptr) {                                     \
+    GTEST_SKIP() << "known bug: " << text << " (KUBE_RDMA_FAULTS_KNOWN_BUGS=1 runs it)";           \
+  }
+
+const std::string kHead = "POST /mutate HTTP/1.1\r\nHost: webhook\r\n";
+
+// Drives every connection's handshake for `span`; returns how many are established.
+int pump(std::vector<std::unique_ptr<RawTls>>& connections, std::chrono::milliseconds span) {
+  int established = 0;
+  for (const auto end = Steady::now() + span; Steady::now() < end;) {
+    established = 0;
+    for (auto& c : connections) {
+      established += c->advance() ? 1 : 0;
+    }
+    std::this_thread::sleep_for(50ms);
+  }
+  return established;
+}
+
+int closedByServer(std::vector<std::unique_ptr<RawTls>>& connections) {
+  int closed = 0;
+  for (auto& c : connections) {
+    closed += c->closedByServer() ? 1 : 0;
+  }
+  return closed;
+}
+
+TEST_F(WebhookFaults, ThousandConcurrentConnections) {
+  KNOWN_BUG("idle connections hold one of the 64 workers each (handshake up to the 3 s read "
+            "timeout, then the 5 s keep-alive wait) and the accept queue is unbounded, so 1,000 "
+            "held connections starve new ones past the API server's timeout");
+  SSL_CTX* ctx = clientContext(TLS1_2_VERSION, TLS1_3_VERSION);
+  std::vector<std::unique_ptr<RawTls>> flood;
+  for (int i = 0; i < 1000; ++i) {
+    flood.push_back(std::make_unique<RawTls>(ctx, port_));
+  }
+  figures_.injected = static_cast<int>(flood.size());
+  // Held open (handshakes driven, no request) while probes need a new connection each.
+  const int probes_before = prober_->requests();
+  int established = 0;
+  for (const auto end = Steady::now() + kProbeDeadline + 2s;
+       Steady::now() < end && prober_->requests() < probes_before + 3;) {
+    established = std::max(established, pump(flood, 500ms));
+  }
+  const int closed_while_held = closedByServer(flood);
+  const int probes_while_held = prober_->requests() - probes_before;
+  flood.clear();
+  SSL_CTX_free(ctx);
+  figures_.note = std::to_string(established) + " handshakes completed, " +
+                  std::to_string(closed_while_held) + " closed by the server while held, " +
+                  std::to_string(probes_while_held) + " probes answered while held";
+  EXPECT_GE(probes_while_held, 3) << "correct reviews starved by held connections";
+  // Recovery once they are gone: TearDown waits for more correct answers.
+}
+
+TEST_F(WebhookFaults, SlowClientsOneByteASecond) {
+  KNOWN_BUG("the 3 s read timeout restarts with every byte and there is no deadline for the "
+            "request headers as a whole, so a client sending a byte a second is never closed");
+  SSL_CTX* ctx = clientContext(TLS1_2_VERSION, TLS1_3_VERSION);
+  // More slow clients than worker threads (64).
+  std::vector<std::unique_ptr<RawTls>> slow;
+  for (int i = 0; i < 100; ++i) {
+    slow.push_back(std::make_unique<RawTls>(ctx, port_));
+  }
+  figures_.injected = static_cast<int>(slow.size());
+  const std::string request =
+      kHead + "Content-Type: application/json\r\nContent-Length: 2\r\n\r\n{}";
+  // Three read timeouts (3 s each) of one byte a second: a server with a deadline for the
+  // request as a whole has closed them all by then.
+  const int probes_before = prober_->requests();
+  int established = 0;
+  for (int second = 0; second < 10; ++second) {
+    for (auto& c : slow) {
+      c->drip(request);
+    }
+    established = std::max(established, pump(slow, 1000ms));
+  }
+  int still_open = 0;
+  for (auto& c : slow) {
+    still_open += c->established() && !c->closedByServer() ? 1 : 0;
+  }
+  const int probes_while_slow = prober_->requests() - probes_before;
+  slow.clear();
+  SSL_CTX_free(ctx);
+  figures_.note = std::to_string(established) + " slow clients got a handshake, " +
+                  std::to_string(still_open) + " still open after 10 s, " +
+                  std::to_string(probes_while_slow) + " probes answered meanwhile";
+  EXPECT_EQ(still_open, 0) << "slow clients are not timed out";
+  EXPECT_GE(probes_while_slow, 3) << "correct reviews starved by slow clients";
+}
+
+TEST_F(WebhookFaults, HostileBodies) {
+  const std::string json_type = "Content-Type: application/json\r\n";
+  const auto post = [&](const std::string& headers, const std::string& body) {
+    ++figures_.injected;
+    return statusOf(roundTrip(port_, kHead + headers + "\r\n" + body));
+  };
+  json pod = json::parse(readText(kPods / "pytorchjob-master.json"));
+  pod["metadata"]["annotations"]["note"] = "PLACEHOLDER";
+  std::string bad_utf8 = reviewOf(pod, "uid-utf8").dump();
+  bad_utf8.replace(bad_utf8.find("PLACEHOLDER"), 11, "\xff\xfe\xc3\x28\xed\xa0\x80");
+  for (int round = 0; round < 10; ++round) {
+    // Headers only: an answer proves the decision came before any body was read.
+    EXPECT_EQ(post(json_type + "Content-Length: 7340032\r\n", ""),
+              "HTTP/1.1 413 Payload Too Large");
+    EXPECT_EQ(post(json_type + "Content-Length: 18446744073709551617\r\n", ""),
+              "HTTP/1.1 413 Payload Too Large");
+    EXPECT_EQ(post(json_type + "Transfer-Encoding: chunked\r\n", "2\r\n{}\r\n0\r\n\r\n"),
+              "HTTP/1.1 411 Length Required");
+    EXPECT_EQ(post(json_type, "{}"), "HTTP/1.1 411 Length Required");
+    const std::string utf8 =
+        post(json_type + "Content-Length: " + std::to_string(bad_utf8.size()) + "\r\n", bad_utf8);
+    EXPECT_TRUE(utf8 == "HTTP/1.1 400 Bad Request" || utf8 == "HTTP/1.1 200 OK") << utf8;
+    for (const std::string type : {"text/plain", "application/xml"}) {
+      EXPECT_EQ(post("Content-Type: " + type + "\r\nContent-Length: 2\r\n", "{}"),
+                "HTTP/1.1 415 Unsupported Media Type");
+    }
+    // httplib itself refuses a multipart body without a boundary, before our handler.
+    EXPECT_EQ(post("Content-Type: multipart/form-data\r\nContent-Length: 2\r\n", "{}"),
+              "HTTP/1.1 400 Bad Request");
+  }
+}
+
+// 100,000 '[' ten times, then one body of '[' at the 6 MiB cap: each must get a 400, and memory
+// must stay within the bound (the Deployment's limit is 128 MiB).
+TEST_F(WebhookFaults, DeeplyNestedBodies) {
+  KNOWN_BUG("the whole body is parsed into a nlohmann DOM with no depth limit: ~75 bytes of heap "
+            "per '[', so one 6 MiB body takes ~460 MiB and malloc keeps it per thread");
+  const auto post = [&](size_t depth) {
+    ++figures_.injected;
+    const std::string headers =
+        "Content-Type: application/json\r\nContent-Length: " + std::to_string(depth) + "\r\n\r\n";
+    return statusOf(roundTrip(port_, kHead + headers + std::string(depth, '[')));
+  };
+  for (int round = 0; round < 10; ++round) {
+    EXPECT_EQ(post(100000), "HTTP/1.1 400 Bad Request");
+  }
+  EXPECT_EQ(post(6 * 1024 * 1024), "HTTP/1.1 400 Bad Request");
+}
+
+TEST_F(WebhookFaults, OldTlsAndPlaintextRefused) {
+  int refused = 0;
+  for (int round = 0; round < 10; ++round) {
+    for (const int version : {TLS1_VERSION, TLS1_1_VERSION}) {
+      SSL_CTX* ctx = clientContext(version, version);
+      RawTls connection(ctx, port_);
+      for (int i = 0; i < 200 && !connection.established() && !connection.closedByServer(); ++i) {
+        connection.advance();
+        std::this_thread::sleep_for(5ms);
+      }
+      ++figures_.injected;
+      refused += connection.established() ? 0 : 1;
+      SSL_CTX_free(ctx);
+    }
+    // Plain HTTP on the TLS port: whatever comes back must not be an HTTP answer.
+    const int fd = connectLoopback(port_);
+    ASSERT_GE(fd, 0);
+    const std::string request =
+        kHead + "Content-Type: application/json\r\nContent-Length: 2\r\n\r\n{}";
+    ::send(fd, request.data(), request.size(), MSG_NOSIGNAL);
+    char buffer[256] = {0};
+    const ssize_t n = ::recv(fd, buffer, sizeof(buffer) - 1, 0);
+    ::close(fd);
+    ++figures_.injected;
+    const bool http_answer =
+        n > 0 && std::string(buffer, static_cast<size_t>(n)).rfind("HTTP", 0) == 0;
+    refused += http_answer ? 0 : 1;
+  }
+  EXPECT_EQ(refused, figures_.injected);
+  figures_.note = std::to_string(refused) + " refused";
+}
+
+TEST_F(WebhookFaults, GarbageCertificateAndPolicyKeepTheLastGood) {
+  const fs::path dir = work_.path();
+  for (int round = 0; round < 10; ++round) {
+    // In place and by rename, as editors and kubelets do.
+    const auto put = round % 2 == 0 ? writeText : replaceText;
+    put(dir / "tls.crt", "-----BEGIN CERTIFICATE-----\ngarbage " + std::to_string(round) + "\n");
+    put(dir / "tls.key", std::string(100, static_cast<char>(round)));
+    put(dir / "policy.json", "{\"ipcLock\": [garbage " + std::to_string(round));
+    figures_.injected += 3;
+    std::this_thread::sleep_for(100ms);
+  }
+  std::string metrics;
+  for (int i = 0; i < 200; ++i) {
+    metrics = scrape();
+    if (metrics.find("rdma_webhook_certificate_reload_errors_total 0") == std::string::npos &&
+        metrics.find("rdma_webhook_policy_reload_errors_total 0") == std::string::npos &&
+        !metrics.empty()) {
+      break;
+    }
+    std::this_thread::sleep_for(25ms);
+  }
+  EXPECT_NE(metrics.find("rdma_webhook_certificate_reload_errors_total"), std::string::npos);
+  EXPECT_EQ(metrics.find("rdma_webhook_certificate_reload_errors_total 0"), std::string::npos)
+      << metrics;
+  EXPECT_EQ(metrics.find("rdma_webhook_policy_reload_errors_total 0"), std::string::npos);
+  EXPECT_NE(metrics.find("rdma_webhook_policy_generation 1"), std::string::npos);
+  EXPECT_EQ(readyStatus(), 200);
+  std::smatch m;
+  std::regex_search(metrics, m, std::regex("certificate_reload_errors_total ([0-9]+)"));
+  figures_.note = "cert reload errors " + (m.empty() ? "?" : m[1].str());
+  std::regex_search(metrics, m, std::regex("policy_reload_errors_total ([0-9]+)"));
+  figures_.note += ", policy reload errors " + (m.empty() ? "?" : m[1].str()) + ", readyz 200";
+  ASSERT_TRUE(prober_->waitForMore(5, kProbeDeadline * 3));
+}
+
+} // namespace
+} // namespace kube_rdma
