@@ -164,7 +164,8 @@ std::string checkAnswer(const std::string& body, const std::string& uid, const j
   return "";
 }
 
-// A client TLS context trusting the test CA (or nothing, for raw fault connections).
+// A client TLS context for raw fault connections: it verifies nothing and offers exactly the
+// versions asked for.
 SSL_CTX* clientContext(int min_version, int max_version) {
   SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
   // Level 0 lets this client offer TLS 1.0/1.1, so a refusal is the server's doing.
@@ -249,8 +250,8 @@ private:
   size_t sent_ = 0;
 };
 
-// Writes `request` on a new TLS connection and returns what the server answers until it closes
-// or the headers and `body_bytes` of body have arrived.
+// Writes `request` on a new TLS connection and returns what the server answers, up to the end of
+// the response headers (or until it closes).
 std::string roundTrip(int port, const std::string& request) {
   SSL_CTX* ctx = clientContext(TLS1_2_VERSION, TLS1_3_VERSION);
   const int fd = connectLoopback(port);
@@ -600,6 +601,7 @@ TEST_F(WebhookFaults, HostileBodies) {
     const std::string utf8 =
         post(json_type + "Content-Length: " + std::to_string(bad_utf8.size()) + "\r\n", bad_utf8);
     EXPECT_TRUE(utf8 == "HTTP/1.1 400 Bad Request" || utf8 == "HTTP/1.1 200 OK") << utf8;
+    figures_.note = "invalid UTF-8 answered " + utf8.substr(9);
     for (const std::string type : {"text/plain", "application/xml"}) {
       EXPECT_EQ(post("Content-Type: " + type + "\r\nContent-Length: 2\r\n", "{}"),
                 "HTTP/1.1 415 Unsupported Media Type");
