@@ -17,6 +17,9 @@ enum class ReviewVersion { kV1, kV1beta1 };
 // The API server recommends at most 120 characters per warning; longer ones are cut.
 inline constexpr size_t kMaxWarningLength = 120;
 
+// Bodies nested deeper are refused before parsing (a pod is a few dozen levels deep at most).
+inline constexpr size_t kMaxJsonDepth = 100;
+
 struct AdmissionRequest {
   ReviewVersion version = ReviewVersion::kV1;
   std::string uid;

@@ -141,6 +141,8 @@ TEST(Review, BodiesThatAreNotAdmissionReviewsAre400WithAMessage) {
        "no request"},
       {no_uid.dump(), "request.uid is missing"},
       {"{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"\xff\"}", "not JSON"},
+      {std::string(6 * 1024 * 1024, '['), "nests deeper than 100"},
+      {"{\"a\":" + std::string(101, '[') + std::string(101, ']') + "}", "nests deeper than 100"},
   };
   for (const auto& [body, message] : cases) {
     ReviewOutcome outcome = reviewAdmission(body, defaultWebhookPolicy());
@@ -148,6 +150,15 @@ TEST(Review, BodiesThatAreNotAdmissionReviewsAre400WithAMessage) {
     EXPECT_EQ(outcome.outcome, "bad_request");
     EXPECT_NE(outcome.body.find(message), std::string::npos) << outcome.body;
   }
+}
+
+TEST(Review, BracketsInsideStringsDoNotCountAsNesting) {
+  json pod = rdmaPod();
+  pod["metadata"]["annotations"] = {{"example.com/brackets", std::string(500, '[') + "\\\"{"}};
+  ReviewOutcome outcome =
+      reviewAdmission(review("admission.k8s.io/v1", "CREATE", pod).dump(), defaultWebhookPolicy());
+  EXPECT_EQ(outcome.http_status, 200) << outcome.body;
+  EXPECT_EQ(outcome.outcome, "mutated");
 }
 
 TEST(Review, WrongShapesInsideThePodNeverEscapeAsExceptions) {
