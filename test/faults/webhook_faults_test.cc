@@ -545,7 +545,8 @@ TEST_F(WebhookFaults, ThousandConcurrentConnections) {
   SSL_CTX_free(ctx);
   figures_.note = std::to_string(established) + " handshakes completed, " +
                   std::to_string(closed_while_held) + " closed by the server while held, " +
-                  std::to_string(probes_while_held) + " probes answered while held";
+                  std::to_string(probes_while_held) +
+                  " probes finished (right or wrong) while held";
   EXPECT_GE(probes_while_held, 3) << "correct reviews starved by held connections";
   // Recovery once they are gone: TearDown waits for more correct answers.
 }
@@ -581,7 +582,7 @@ TEST_F(WebhookFaults, SlowClientsOneByteASecond) {
   SSL_CTX_free(ctx);
   figures_.note = std::to_string(established) + " slow clients got a handshake, " +
                   std::to_string(still_open) + " still open after 10 s, " +
-                  std::to_string(probes_while_slow) + " probes answered meanwhile";
+                  std::to_string(probes_while_slow) + " probes finished (right or wrong) meanwhile";
   EXPECT_EQ(still_open, 0) << "slow clients are not timed out";
   EXPECT_GE(probes_while_slow, 3) << "correct reviews starved by slow clients";
 }
