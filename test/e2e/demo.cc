@@ -43,6 +43,7 @@ constexpr const char* kNode = "a100-roce";
 const std::string kDataNics = "=mlx5_1:1,mlx5_2:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_7:1,"
                               "mlx5_8:1";
 constexpr const char* kIndent = "    ";
+constexpr int kSteps = 7; // sections below; the verdict needs every one to pass
 
 // The pods sent, as the training operator creates them from the examples (test/e2e/pods/).
 struct DemoPod {
@@ -122,7 +123,10 @@ public:
     ++steps_;
     open_ = true;
     step_ok_ = true;
-    std::cout << "\n" << paint("1", "[" + std::to_string(steps_) + "/7] " + title) << std::endl;
+    std::cout << "\n"
+              << paint("1",
+                       "[" + std::to_string(steps_) + "/" + std::to_string(kSteps) + "] " + title)
+              << std::endl;
   }
   void line(const std::string& text) { std::cout << (text.empty() ? "" : kIndent) << text << "\n"; }
   void block(const std::string& text) { std::cout << text; }
@@ -136,9 +140,9 @@ public:
   bool fail(const std::string& what) { return check(false, what); }
   int finish() {
     close();
-    const bool pass = passed_ == 7;
+    const bool pass = passed_ == kSteps;
     std::cout << "\nkube-rdma demo: " << (pass ? paint("32", "PASS") : paint("31", "FAIL")) << " ("
-              << passed_ << "/7 steps)\n";
+              << passed_ << "/" << kSteps << " steps)\n";
     return pass ? 0 : 1;
   }
 
