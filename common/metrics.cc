@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <sstream>
 
 namespace kube_rdma {
@@ -131,8 +132,14 @@ std::string formatValue(double v) {
   if (std::isnan(v)) {
     return "NaN";
   }
+  // The shortest text that reads back as the same double: 5e-05, not 5.0000000000000002e-05.
   char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.17g", v);
+  for (int precision = 1; precision <= 17; ++precision) {
+    std::snprintf(buf, sizeof(buf), "%.*g", precision, v);
+    if (std::strtod(buf, nullptr) == v) {
+      break;
+    }
+  }
   return buf;
 }
 

@@ -25,6 +25,15 @@ TEST(MetricsRegistry, RendersCountersGaugesAndHistogramsInExpositionFormat) {
   EXPECT_NE(text.find("kube_rdma_latency_seconds_count 3\n"), std::string::npos);
 }
 
+TEST(MetricsRegistry, WritesBucketBoundsInTheirShortestForm) {
+  MetricsRegistry registry;
+  registry.histogram("h_seconds", "H.", {0.00005, 0.1, 2.5}).observe(1);
+  const std::string text = registry.render();
+  EXPECT_NE(text.find("h_seconds_bucket{le=\"5e-05\"} 0\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("h_seconds_bucket{le=\"0.1\"} 0\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("h_seconds_bucket{le=\"2.5\"} 1\n"), std::string::npos) << text;
+}
+
 TEST(MetricsRegistry, EscapesLabelValues) {
   EXPECT_EQ(escapeLabelValue("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
 }
