@@ -16,7 +16,8 @@ struct DirectoryEvent {
 
 // Watches files and directories and calls back when they change. Callbacks run on the watcher's
 // own thread, may be called more than once for one logical change (callers reload idempotently),
-// and must not block for long.
+// and must not block for long. Destroy the watcher (which joins its thread) before anything its
+// callbacks use.
 class FileWatcher {
 public:
   virtual ~FileWatcher() = default;

@@ -67,5 +67,8 @@ int main(int argc, char** argv) {
   });
   manager.run(stop.get_token());
   signal_thread.join();
+  // Stop the watcher thread before the manager goes: removing our sockets on the way out makes
+  // inotify events whose callbacks would otherwise post into a manager being destroyed.
+  watcher->reset();
   return 0;
 }

@@ -66,9 +66,9 @@ void writeFile(const std::string& path, const std::string& content) {
 
 TEST(InotifyWatcher, SeesAFileWrittenInPlaceAndReplacedByRename) {
   TempDir dir;
+  EventLog log; // outlives the watcher, whose thread calls into it
   auto watcher = createInotifyWatcher();
   ASSERT_TRUE(watcher.ok()) << watcher.error().message;
-  EventLog log;
   const std::string file = dir.path() + "/policy.json";
   ASSERT_TRUE((*watcher)->watchFile(file, [&] { log.add("changed"); }).ok());
 
@@ -89,9 +89,9 @@ TEST(InotifyWatcher, SeesAConfigMapDataSymlinkSwap) {
   fs::create_directory_symlink("..v1", dir.path() + "/..data");
   fs::create_symlink("..data/config.json", dir.path() + "/config.json");
 
+  EventLog log; // outlives the watcher, whose thread calls into it
   auto watcher = createInotifyWatcher();
   ASSERT_TRUE(watcher.ok());
-  EventLog log;
   ASSERT_TRUE((*watcher)->watchFile(dir.path() + "/config.json", [&] { log.add("changed"); }).ok());
 
   fs::create_directory(dir.path() + "/..v2");
@@ -103,9 +103,9 @@ TEST(InotifyWatcher, SeesAConfigMapDataSymlinkSwap) {
 
 TEST(InotifyWatcher, IgnoresOtherFilesInTheDirectory) {
   TempDir dir;
+  EventLog log; // outlives the watcher, whose thread calls into it
   auto watcher = createInotifyWatcher();
   ASSERT_TRUE(watcher.ok());
-  EventLog log;
   ASSERT_TRUE((*watcher)->watchFile(dir.path() + "/watched", [&] { log.add("watched"); }).ok());
   ASSERT_TRUE((*watcher)
                   ->watchDirectory(dir.path(),
@@ -126,9 +126,9 @@ TEST(InotifyWatcher, IgnoresOtherFilesInTheDirectory) {
 
 TEST(InotifyWatcher, ReportsCreatedAndDeletedNamesInADirectory) {
   TempDir dir;
+  EventLog log; // outlives the watcher, whose thread calls into it
   auto watcher = createInotifyWatcher();
   ASSERT_TRUE(watcher.ok());
-  EventLog log;
   ASSERT_TRUE((*watcher)
                   ->watchDirectory(
                       dir.path(),
