@@ -185,26 +185,27 @@ NodeTopology mergeSysfsFacts(VerbsScan verbs, NodeTopology sysfs) {
   return topo;
 }
 
-NodeTopology discoverNode(const DiscoveryRoots& roots, Logger& logger, VerbsDeviceSource& source) {
+NodeTopology discoverNode(const DiscoveryRoots& roots, Logger& logger, VerbsDeviceSource& source,
+                          GidTables sysfs_tables) {
   if (roots.sysfs_root != source.sysfsRoot()) {
     logger.info("discovery from sysfs: the sysfs root is not the one libibverbs reads",
                 {{"sysfs_root", roots.sysfs_root}, {"libibverbs_root", source.sysfsRoot()}});
-    return discoverFromSysfs(roots);
+    return discoverFromSysfs(roots, sysfs_tables);
   }
   auto scan = source.scan();
   if (!scan || scan->devices.empty()) {
     logger.info("no RDMA devices via libibverbs; discovery from sysfs",
                 {{"reason", scan ? "libibverbs lists no devices" : scan.error().message},
                  {"sysfs_root", roots.sysfs_root}});
-    return discoverFromSysfs(roots);
+    return discoverFromSysfs(roots, sysfs_tables);
   }
   logger.info("discovery via libibverbs", {{"devices", std::to_string(scan->devices.size())}});
   return mergeSysfsFacts(std::move(*scan), discoverFromSysfs(roots, GidTables::kFirstOnly));
 }
 
-NodeTopology discoverNode(const DiscoveryRoots& roots, Logger& logger) {
+NodeTopology discoverNode(const DiscoveryRoots& roots, Logger& logger, GidTables sysfs_tables) {
   LibibverbsSource source;
-  return discoverNode(roots, logger, source);
+  return discoverNode(roots, logger, source, sysfs_tables);
 }
 
 std::optional<PortRate> portRate(uint8_t active_width, uint8_t active_speed) {

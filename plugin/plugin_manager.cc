@@ -6,7 +6,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "common/sysfs_discovery.h"
+#include "common/verbs_discovery.h"
 #include "plugin/cdi_spec.h"
 #include "plugin/port_counters.h"
 #include "plugin/topology_json.h"
@@ -17,8 +17,8 @@ namespace {
 constexpr auto kRegisterTimeout = std::chrono::seconds(5);
 constexpr auto kRegisterRetry = std::chrono::seconds(1);
 
-// GID tables are the bulk of discovery (up to 256 entries per port, three files each); only the
-// "agreed" NCCL_IB_GID_INDEX mode reads them.
+// GID tables are the bulk of sysfs discovery (up to 256 entries per port, three files each); only
+// the "agreed" NCCL_IB_GID_INDEX mode needs them. libibverbs reads them whole in one call anyway.
 GidTables gidTablesFor(const PluginConfig& config) {
   const bool needed = std::any_of(config.pools.begin(), config.pools.end(), [](const PoolSpec& p) {
     return p.nccl.gid_index_mode == GidIndexMode::kAgreed;
@@ -313,7 +313,7 @@ void PluginManager::onConfigChanged() {
 
 std::shared_ptr<const NodeTopology> PluginManager::discover(const PluginConfig& config) const {
   return std::make_shared<const NodeTopology>(
-      discoverFromSysfs({flags_.sysfs_root, flags_.proc_root}, gidTablesFor(config)));
+      discoverNode({flags_.sysfs_root, flags_.proc_root}, logger_, gidTablesFor(config)));
 }
 
 void PluginManager::onDevicesChanged() {

@@ -53,6 +53,23 @@ TEST(VerbsDiscovery, AFixtureRootIsReadFromSysfsWithoutAskingLibibverbs) {
   EXPECT_NE(log.str().find("discovery from sysfs"), std::string::npos) << log.str();
 }
 
+TEST(VerbsDiscovery, TheSysfsFallbackReadsOnlyTheGidTablesItIsAskedFor) {
+  std::ostringstream log;
+  Logger logger(log);
+  FakeSource source("/sys", VerbsScan{});
+  const auto full = discoverNode(a100(), logger, source);
+  const auto quick = discoverNode(a100(), logger, source, GidTables::kFirstOnly);
+  ASSERT_EQ(quick.devices.size(), full.devices.size());
+  for (size_t d = 0; d < full.devices.size(); ++d) {
+    const Port& f = full.devices[d].ports[0];
+    const Port& q = quick.devices[d].ports[0];
+    EXPECT_GT(f.gids.size(), 1u) << full.devices[d].name;
+    ASSERT_EQ(q.gids.size(), 1u) << quick.devices[d].name;
+    EXPECT_EQ(q.netdev, f.netdev);
+    EXPECT_EQ(q.gid_table_len, f.gid_table_len);
+  }
+}
+
 TEST(VerbsDiscovery, FallsBackToSysfsAndSaysWhyWhenLibibverbsListsNothing) {
   std::ostringstream log;
   Logger logger(log);
