@@ -62,7 +62,7 @@ DevicePluginService::ListAndWatch(grpc::ServerContext* context, const v1beta1::E
   const std::string resource = manager_.resourceName();
   logger_.info("ListAndWatch stream opened", {{"resource", resource}});
   DeviceList list = manager_.devices();
-  // Every message is the full list; a re-send after resend_interval_ repairs a lost update.
+  // Every message is the full list; a re-send after the resend interval repairs a lost update.
   while (!list.closed && !stop_.stop_requested() && !context->IsCancelled()) {
     if (!writer->Write(toListAndWatchResponse(list))) {
       logger_.warn("ListAndWatch stream closed by the kubelet", {{"resource", resource}});
@@ -72,7 +72,8 @@ DevicePluginService::ListAndWatch(grpc::ServerContext* context, const v1beta1::E
         .counter("kube_rdma_plugin_list_and_watch_sends_total", "Device lists sent to the kubelet.",
                  {{"resource", resource}})
         .inc();
-    list = manager_.waitForChange(list.version, resend_interval_, stop_.get_token());
+    list = manager_.waitForChange(list.version, std::chrono::milliseconds(resend_interval_ms_),
+                                  stop_.get_token());
   }
   logger_.info("ListAndWatch stream ended", {{"resource", resource}});
   return grpc::Status::OK;

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <stop_token>
 
@@ -15,10 +16,15 @@ class DevicePluginService final : public v1beta1::DevicePlugin::Service {
 public:
   DevicePluginService(ResourceManager& manager, std::chrono::milliseconds resend_interval,
                       Logger& logger, MetricsRegistry& metrics)
-      : manager_(manager), resend_interval_(resend_interval), logger_(logger), metrics_(metrics) {}
+      : manager_(manager), resend_interval_ms_(resend_interval.count()), logger_(logger),
+        metrics_(metrics) {}
 
   // Ends every ListAndWatch stream of this service, so that the server can shut down at once.
   void stop() { stop_.request_stop(); }
+  // Takes effect at each stream's next wait. @return whether the interval changed.
+  bool setResendInterval(std::chrono::milliseconds interval) {
+    return resend_interval_ms_.exchange(interval.count()) != interval.count();
+  }
 
   // v1beta1::DevicePlugin::Service
   grpc::Status GetDevicePluginOptions(grpc::ServerContext* context, const v1beta1::Empty* request,
@@ -36,7 +42,7 @@ public:
 
 private:
   ResourceManager& manager_;
-  const std::chrono::milliseconds resend_interval_;
+  std::atomic<std::chrono::milliseconds::rep> resend_interval_ms_; // a config reload changes it
   Logger& logger_;
   MetricsRegistry& metrics_;
   std::stop_source stop_;

@@ -63,9 +63,10 @@ HealthWatcher::HealthWatcher(std::string sysfs_root, std::string dev_root,
                              std::chrono::milliseconds interval, TopologyFn topology,
                              std::function<void(const NodeHealthView&)> on_sample,
                              std::function<void()> on_device_set_changed)
-    : sysfs_root_(std::move(sysfs_root)), dev_root_(std::move(dev_root)), interval_(interval),
+    : sysfs_root_(std::move(sysfs_root)), dev_root_(std::move(dev_root)),
       topology_(std::move(topology)), on_sample_(std::move(on_sample)),
-      on_device_set_changed_(std::move(on_device_set_changed)), thread_([this] { run(); }) {}
+      on_device_set_changed_(std::move(on_device_set_changed)), interval_(interval),
+      thread_([this] { run(); }) {}
 
 HealthWatcher::~HealthWatcher() {
   {
@@ -74,6 +75,18 @@ HealthWatcher::~HealthWatcher() {
   }
   wake_.notify_all();
   thread_.join();
+}
+
+void HealthWatcher::setInterval(std::chrono::milliseconds interval) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (interval == interval_) {
+      return;
+    }
+    interval_ = interval;
+    interval_changed_ = true;
+  }
+  wake_.notify_all();
 }
 
 namespace {
@@ -91,7 +104,14 @@ void HealthWatcher::run() {
   std::vector<PortStateSample> last_samples;
   std::set<std::string> last_uverbs;
   std::unique_lock<std::mutex> lock(mutex_);
-  while (!wake_.wait_for(lock, interval_, [this] { return stopping_; })) {
+  while (true) {
+    if (wake_.wait_for(lock, interval_, [this] { return stopping_ || interval_changed_; })) {
+      if (stopping_) {
+        return;
+      }
+      interval_changed_ = false;
+      continue;
+    }
     lock.unlock();
     const auto known = topology_();
     std::set<std::string> names;

@@ -41,17 +41,21 @@ public:
                 std::function<void()> on_device_set_changed);
   ~HealthWatcher();
 
+  // A reloaded config's period: the wait in progress restarts with it.
+  void setInterval(std::chrono::milliseconds interval);
+
 private:
   void run();
 
   const std::string sysfs_root_;
   const std::string dev_root_;
-  const std::chrono::milliseconds interval_;
   const TopologyFn topology_;
   const std::function<void(const NodeHealthView&)> on_sample_;
   const std::function<void()> on_device_set_changed_;
   std::mutex mutex_;
   std::condition_variable wake_;
+  std::chrono::milliseconds interval_; // guarded by mutex_, like the two flags
+  bool interval_changed_ = false;
   bool stopping_ = false;
   std::thread thread_;
 };

@@ -131,10 +131,8 @@ Status PluginManager::start() {
       return makeError("cannot watch --config: " + status.error().message);
     }
   }
-  const auto health_interval =
-      flags_.health_interval.value_or(std::chrono::milliseconds(config_.health_poll_ms));
   health_ = std::make_unique<HealthWatcher>(
-      flags_.sysfs_root, flags_.dev_root, health_interval,
+      flags_.sysfs_root, flags_.dev_root, healthInterval(),
       [this] {
         std::lock_guard<std::mutex> lock(mutex_);
         return topology_;
@@ -157,7 +155,13 @@ Status PluginManager::applyConfig(const PluginConfig& config,
     keep.insert(name);
     auto it = pools_.find(name);
     if (it != pools_.end() && it->second.manager->pool() == node_pool) {
-      continue; // unchanged: keeps its socket, registration and streams
+      // Unchanged: keeps its socket, registration and streams; a new re-send interval applies to
+      // the streams after one send now (they may be waiting out the old, longer one).
+      Pool& kept = it->second;
+      if (kept.service && kept.service->setResendInterval(resendInterval())) {
+        kept.manager->resend();
+      }
+      continue;
     }
     if (it != pools_.end()) {
       logger_.info("pool changed, re-creating it", {{"resource", name}});
@@ -304,6 +308,7 @@ void PluginManager::onConfigChanged() {
     logger_.error("config could not be applied", {{"error", status.error().message}});
     return;
   }
+  health_->setInterval(healthInterval());
   metrics_
       .counter("kube_rdma_plugin_config_reloads_total", "Config reloads by outcome.",
                {{"outcome", "ok"}})
@@ -384,6 +389,10 @@ std::chrono::milliseconds PluginManager::resendInterval() const {
   return std::max(
       std::chrono::milliseconds(100),
       flags_.resend_interval.value_or(std::chrono::seconds(config_.resend_interval_seconds)));
+}
+
+std::chrono::milliseconds PluginManager::healthInterval() const {
+  return flags_.health_interval.value_or(std::chrono::milliseconds(config_.health_poll_ms));
 }
 
 void PluginManager::writeCdiSpec(const NodePool& pool, const NodeTopology& topology) {

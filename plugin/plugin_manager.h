@@ -72,7 +72,9 @@ private:
   std::shared_ptr<const NodeTopology> discover(const PluginConfig& config) const;
   void writeTopologyState(const NodeTopology& topology);
   void writeCdiSpec(const NodePool& pool, const NodeTopology& topology);
+  // The flag when given, else the current config's value.
   std::chrono::milliseconds resendInterval() const;
+  std::chrono::milliseconds healthInterval() const;
 
   const PluginFlags flags_;
   FileWatcher& watcher_;

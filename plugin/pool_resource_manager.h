@@ -46,6 +46,8 @@ public:
   // Recomputes health; @return whether the advertised list changed.
   bool update(const NodeHealthView& node);
   void close() { store_.close(); }
+  // Wakes every stream to send the list again (e.g. so that a new resend interval applies now).
+  void resend() { store_.forceResend(); }
 
   // ResourceManager
   std::string resourceName() const override { return pool_.spec.resource_name; }

@@ -324,6 +324,30 @@ TEST_F(PluginIntegrationTest, ConfigReloadAppliesGoodConfigsAndKeepsTheLastGoodO
   EXPECT_TRUE(waitForHealthy(kExclusive, 4, 4));
 }
 
+TEST_F(PluginIntegrationTest, AReloadedConfigAppliesItsHealthAndResendIntervals) {
+  const std::string pools = R"("pools": [{"resourceName": "example.com/hca", "mode": "exclusive",
+     "selector": {"linkLayer": "Ethernet", "deviceNames": ["mlx5_*"]}}])";
+  ConfigMapDir config(tmp_.sub("config"));
+  config.publish(R"({"version": "v1", "healthPollMs": 10000, "resendIntervalSeconds": 3600, )" +
+                 pools + "}");
+  startPlugin("a100-roce", {"--config", config.path()}, true);
+  ASSERT_TRUE(waitForHealthy(kExclusive, 8, 8));
+  config.publish(R"({"version": "v1", "healthPollMs": 50, "resendIntervalSeconds": 1, )" + pools +
+                 "}");
+  ASSERT_TRUE(waitForLog("config reloaded"));
+
+  // The first 10 s health tick is still ahead: only the reloaded 50 ms period sees this in time.
+  writeFile(node_ + "/sys/class/infiniband/mlx5_3/ports/1/state", "1: DOWN\n");
+  ASSERT_TRUE(kubelet_->waitFor(
+      [](const KubeletView& v) { return v.resources.at(kExclusive).healthyCount() == 7; },
+      milliseconds(5000)));
+  // Nothing changes from here on: only the reloaded 1 s re-send brings more lists.
+  const int lists = kubelet_->view().resources.at(kExclusive).lists_received;
+  EXPECT_TRUE(kubelet_->waitFor(
+      [&](const KubeletView& v) { return v.resources.at(kExclusive).lists_received >= lists + 3; },
+      kDeadline));
+}
+
 TEST_F(PluginIntegrationTest, CdiSpecIsWrittenAndAllocateNamesTheCdiDevices) {
   const std::string cdi_dir = tmp_.path() + "/cdi";
   startPlugin("a100-roce", {"--cdi", "--cdi-dir", cdi_dir});
