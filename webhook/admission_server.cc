@@ -1,5 +1,10 @@
 #include "webhook/admission_server.h"
 
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <set>
 
@@ -10,15 +15,24 @@ namespace {
 
 constexpr const char* kText = "text/plain";
 
-// Answers without reading the body. cpp-httplib 0.11.4 decides keep-alive before routing, so the
-// "Connection: close" here is for the client (Go's client closes on it); unread bytes, if any,
-// are read as a next request, which fails to parse and ends the connection. (Shutting the socket's
-// read side down instead makes the kernel reset the connection and the client can lose this
-// answer.)
-void refuse(httplib::Response& response, int status, const std::string& message) {
-  response.status = status;
-  response.set_header("Connection", "close");
-  response.set_content(message + "\n", kText);
+// Half-closes `fd` and discards what the client still sends until it closes or `linger` passes:
+// closing a socket with unread bytes makes the kernel send a reset, and a client still writing
+// its body could lose the answer already sent.
+void lingeringClose(int fd, std::chrono::milliseconds linger, const Clock& clock) {
+  ::shutdown(fd, SHUT_WR);
+  char discard[16384];
+  for (auto left = linger; left.count() > 0;) {
+    pollfd readable{fd, POLLIN, 0};
+    const auto start = clock.now();
+    if (::poll(&readable, 1, static_cast<int>(left.count())) <= 0) {
+      return;
+    }
+    const ssize_t n = ::recv(fd, discard, sizeof(discard), MSG_DONTWAIT);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+      return;
+    }
+    left -= std::chrono::duration_cast<std::chrono::milliseconds>(clock.now() - start);
+  }
 }
 
 std::string joined(const std::vector<std::string>& items) {
@@ -39,17 +53,28 @@ AdmissionServer::AdmissionServer(ServerOptions options, CertificateStore& certif
                                  PolicyStore& policies, MetricsRegistry& registry,
                                  WebhookMetrics& metrics, ClockPtr clock, Logger& logger)
     : options_(std::move(options)), certificates_(certificates), policies_(policies),
-      registry_(registry), metrics_(metrics), clock_(std::move(clock)), logger_(logger) {
+      registry_(registry), metrics_(metrics), clock_(std::move(clock)), logger_(logger),
+      watchdog_(std::chrono::duration_cast<std::chrono::milliseconds>(options_.keep_alive_timeout) +
+                    options_.request_timeout,
+                clock_, logger_) {
   server_ = std::make_unique<httplib::SSLServer>(
-      [this](SSL_CTX& ctx) { return certificates_.configure(ctx); });
-  const size_t threads = options_.threads;
-  server_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+      [this](SSL_CTX& ctx) { return certificates_.configure(ctx) && watchdog_.install(ctx); });
+  const TaskQueueLimits limits{options_.threads,
+                               std::max(options_.threads, options_.max_connections),
+                               options_.idle_thread_timeout};
+  server_->new_task_queue = [limits, stats = queue_stats_] {
+    return new ElasticTaskQueue(limits, stats);
+  };
   server_->set_read_timeout(options_.read_timeout);
   server_->set_write_timeout(options_.write_timeout);
   server_->set_keep_alive_max_count(options_.keep_alive_max_count);
   server_->set_keep_alive_timeout(options_.keep_alive_timeout.count());
   server_->set_payload_max_length(options_.max_body_bytes);
   server_->set_tcp_nodelay(true);
+  server_->set_socket_options([this](socket_t fd) {
+    httplib::default_socket_options(fd);
+    listen_fd_ = fd;
+  });
   routes();
 }
 
@@ -88,7 +113,8 @@ void AdmissionServer::routes() {
         res.status = 500;
         res.set_content("internal error\n", kText);
       });
-  server_->set_post_routing_handler([this](const httplib::Request&, httplib::Response& res) {
+  server_->set_post_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    watchdog_.answered(req.ssl);
     if (draining_) {
       res.set_header("Connection", "close");
     }
@@ -103,23 +129,45 @@ httplib::Server::HandlerResponse AdmissionServer::screen(const httplib::Request&
     return httplib::Server::HandlerResponse::Unhandled;
   }
   if (request.has_header("Transfer-Encoding")) {
-    refuse(response, 411, "chunked bodies are not accepted: send Content-Length");
+    refuse(request, response, 411, "chunked bodies are not accepted: send Content-Length");
     return httplib::Server::HandlerResponse::Handled;
   }
   if (!request.has_header("Content-Length")) {
-    refuse(response, 411, "Content-Length is required");
+    refuse(request, response, 411, "Content-Length is required");
     return httplib::Server::HandlerResponse::Handled;
   }
   const std::string length = request.get_header_value("Content-Length");
   char* end = nullptr;
   const unsigned long long bytes = std::strtoull(length.c_str(), &end, 10);
   if (length.empty() || *end != '\0' || bytes > options_.max_body_bytes) {
-    refuse(response, 413,
+    refuse(request, response, 413,
            "body of " + length + " bytes is over the limit of " +
                std::to_string(options_.max_body_bytes));
     return httplib::Server::HandlerResponse::Handled;
   }
   return httplib::Server::HandlerResponse::Unhandled;
+}
+
+// cpp-httplib 0.11.4 decides keep-alive before routing, so an unread body would be read as the
+// next request (a smuggled one if the client wrote one there). The answer is written by a content
+// provider that then closes gracefully and returns false: httplib takes that as a failed write
+// and ends the connection instead of reading on.
+void AdmissionServer::refuse(const httplib::Request& request, httplib::Response& response,
+                             int status, const std::string& message) const {
+  response.status = status;
+  response.set_header("Connection", "close");
+  const int fd = request.ssl != nullptr ? SSL_get_fd(request.ssl) : -1;
+  const std::string text = message + "\n";
+  const std::chrono::milliseconds linger = options_.refusal_linger;
+  response.set_content_provider(
+      text.size(), kText,
+      [text, fd, linger, clock = clock_](size_t offset, size_t, httplib::DataSink& sink) {
+        sink.write(text.data() + offset, text.size() - offset);
+        if (fd >= 0) {
+          lingeringClose(fd, linger, *clock);
+        }
+        return false;
+      });
 }
 
 void AdmissionServer::handleMutate(const httplib::Request& request, httplib::Response& response) {
@@ -164,11 +212,18 @@ Status AdmissionServer::bind() {
   if (port_ <= 0) {
     return makeError("cannot listen on " + options_.host + ":" + std::to_string(options_.port));
   }
+  if (::listen(listen_fd_, options_.listen_backlog) != 0) {
+    return makeError("cannot raise the listen backlog of " + options_.host + ":" +
+                     std::to_string(port_) + " to " + std::to_string(options_.listen_backlog));
+  }
   return Ok{};
 }
 
 bool AdmissionServer::serve() {
-  return server_->listen_after_bind();
+  watchdog_.start();
+  const bool served = server_->listen_after_bind();
+  watchdog_.stop();
+  return served;
 }
 
 void AdmissionServer::beginDrain() {
@@ -201,6 +256,8 @@ std::string AdmissionServer::renderMetrics() {
         std::chrono::duration<double>(pair->notAfter() - clock_->wallNow()).count());
   }
   metrics_.setPolicyGeneration(policies_.generation());
+  metrics_.setConnections({queue_stats_->threads, queue_stats_->busy, watchdog_.open(),
+                           queue_stats_->refused, watchdog_.cut()});
   return registry_.render();
 }
 

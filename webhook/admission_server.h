@@ -13,6 +13,8 @@
 #include "common/metrics.h"
 #include "common/result.h"
 #include "webhook/certificate_store.h"
+#include "webhook/connection_watchdog.h"
+#include "webhook/elastic_task_queue.h"
 #include "webhook/policy_store.h"
 #include "webhook/webhook_metrics.h"
 
@@ -23,9 +25,15 @@ namespace kube_rdma {
 struct ServerOptions {
   std::string host = "0.0.0.0";
   int port = 8443; // 0: any free port (tests)
-  // Each keep-alive connection holds one thread for its lifetime (cpp-httplib), so the pool is
-  // sized above what the API servers keep open (client-go: 25 idle connections per host).
+  // Each keep-alive connection holds one thread for its lifetime (cpp-httplib). `threads` stay
+  // (above what the API servers keep open: client-go keeps 25 idle connections per host); more
+  // are started up to `max_connections` and leave when idle; connections beyond are refused.
   size_t threads = 64;
+  size_t max_connections = 1024;
+  // cpp-httplib listens with a backlog of 5: a burst of new connections has SYNs dropped and
+  // waits a second or more for the retry. Raised after bind (the kernel caps it at somaxconn).
+  int listen_backlog = 1024;
+  std::chrono::milliseconds idle_thread_timeout{10000};
   // The API server caps requests at 3 MiB; twice that, like Istio.
   size_t max_body_bytes = 6 * 1024 * 1024;
   // Below the MutatingWebhookConfiguration's timeoutSeconds (5 in manifests/).
@@ -33,6 +41,13 @@ struct ServerOptions {
   std::chrono::milliseconds write_timeout{3000};
   size_t keep_alive_max_count = 1000;
   std::chrono::seconds keep_alive_timeout{5};
+  // A request must arrive whole within this after the keep-alive wait (read_timeout alone
+  // restarts with every byte); a connection is cut after keep_alive_timeout + request_timeout
+  // without an answered request.
+  std::chrono::milliseconds request_timeout{5000};
+  // After a refusal (411/413) the server half-closes and discards the unread body for at most
+  // this long, so the client reads the answer rather than a reset.
+  std::chrono::milliseconds refusal_linger{1000};
 };
 
 class AdmissionServer {
@@ -62,6 +77,9 @@ private:
   void handleMutate(const httplib::Request& request, httplib::Response& response);
   httplib::Server::HandlerResponse screen(const httplib::Request& request,
                                           httplib::Response& response) const;
+  // Answers `status` with `message` and closes the connection (see the .cc).
+  void refuse(const httplib::Request& request, httplib::Response& response, int status,
+              const std::string& message) const;
 
   ServerOptions options_;
   CertificateStore& certificates_;
@@ -70,8 +88,12 @@ private:
   WebhookMetrics& metrics_;
   ClockPtr clock_;
   Logger& logger_;
+  // Before server_: it must outlive every connection the server's SSL_CTX makes.
+  ConnectionWatchdog watchdog_;
+  std::shared_ptr<TaskQueueStats> queue_stats_ = std::make_shared<TaskQueueStats>();
   std::unique_ptr<httplib::SSLServer> server_;
   int port_ = 0;
+  int listen_fd_ = -1;
   std::atomic<bool> draining_{false};
   const WebhookPolicy no_policy_{};
 };

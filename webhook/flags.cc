@@ -41,7 +41,8 @@ Result<WebhookFlags> parseWebhookFlags(const std::vector<std::string>& args) {
   std::map<std::string, std::string> values;
   static const std::vector<std::string> kKnown = {
       "--tls-cert-file",   "--tls-private-key-file", "--listen-address", "--policy",
-      "--metrics-address", "--log-format",           "--threads",        "--shutdown-delay"};
+      "--metrics-address", "--log-format",           "--threads",        "--shutdown-delay",
+      "--max-connections", "--request-timeout"};
   for (size_t i = 0; i < args.size(); ++i) {
     std::string name = args[i];
     std::string value;
@@ -91,6 +92,24 @@ Result<WebhookFlags> parseWebhookFlags(const std::vector<std::string>& args) {
     }
     flags.threads = static_cast<size_t>(*threads);
   }
+  if (values.count("--max-connections") != 0) {
+    Result<long> cap = parseNumber("--max-connections", values["--max-connections"], 2, 65536);
+    if (!cap.ok()) {
+      return cap.error();
+    }
+    flags.max_connections = static_cast<size_t>(*cap);
+  }
+  if (flags.max_connections < flags.threads) {
+    return makeError("--max-connections (" + std::to_string(flags.max_connections) +
+                     ") is below --threads (" + std::to_string(flags.threads) + ")");
+  }
+  if (values.count("--request-timeout") != 0) {
+    Result<long> timeout = parseNumber("--request-timeout", values["--request-timeout"], 1, 300);
+    if (!timeout.ok()) {
+      return timeout.error();
+    }
+    flags.request_timeout = std::chrono::seconds(*timeout);
+  }
   if (values.count("--shutdown-delay") != 0) {
     Result<long> delay = parseNumber("--shutdown-delay", values["--shutdown-delay"], 0, 300);
     if (!delay.ok()) {
@@ -105,7 +124,8 @@ std::string webhookUsage() {
   return "usage: rdma-webhook --tls-cert-file FILE --tls-private-key-file FILE\n"
          "         [--listen-address HOST:PORT (:8443)] [--policy FILE]\n"
          "         [--metrics-address HOST:PORT] [--log-format text|json]\n"
-         "         [--threads N (64)] [--shutdown-delay SECONDS (5)]\n";
+         "         [--threads N (64)] [--max-connections N (1024)]\n"
+         "         [--request-timeout SECONDS (5)] [--shutdown-delay SECONDS (5)]\n";
 }
 
 } // namespace kube_rdma

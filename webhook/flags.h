@@ -24,6 +24,10 @@ struct WebhookFlags {
   std::string metrics_address; // empty: /metrics only on the HTTPS port
   LogFormat log_format = LogFormat::kText;
   size_t threads = 64;
+  // Connection threads grow from `threads` up to this; connections beyond are refused.
+  size_t max_connections = 1024;
+  // A connection is cut after the keep-alive wait (5 s) plus this without an answered request.
+  std::chrono::seconds request_timeout{5};
   // After SIGTERM: how long /readyz fails while requests are still answered, so the endpoint is
   // removed before the listener closes.
   std::chrono::seconds shutdown_delay{5};

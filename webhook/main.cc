@@ -86,6 +86,8 @@ int run(const WebhookFlags& flags) {
   options.host = flags.listen.host;
   options.port = flags.listen.port;
   options.threads = flags.threads;
+  options.max_connections = flags.max_connections;
+  options.request_timeout = flags.request_timeout;
   AdmissionServer server(options, certificates, policies, registry, metrics,
                          std::make_shared<RealClock>(), logger);
   if (Status s = server.bind(); !s.ok()) {

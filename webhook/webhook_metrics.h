@@ -1,6 +1,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 
 #include "common/metrics.h"
@@ -8,6 +9,15 @@
 
 // rdma-webhook's Prometheus series, all prefixed rdma_webhook_.
 namespace kube_rdma {
+
+// What the connection handling has done, read at each scrape.
+struct ConnectionFigures {
+  size_t threads = 0;   // connection threads running
+  size_t busy = 0;      // of those, serving a connection
+  size_t open = 0;      // TLS connections open
+  uint64_t refused = 0; // since start: no thread was free
+  uint64_t cut = 0;     // since start: no request finished in time
+};
 
 class WebhookMetrics {
 public:
@@ -22,6 +32,7 @@ public:
   void certificateReloadFailed() { certificate_reload_errors_.inc(); }
   // Seconds until the serving certificate expires (negative once expired); set at each scrape.
   void setCertificateExpiry(double seconds) { certificate_expiry_.set(seconds); }
+  void setConnections(const ConnectionFigures& figures);
 
 private:
   MetricsRegistry& registry_;
@@ -30,6 +41,11 @@ private:
   Counter& policy_reload_errors_;
   Counter& certificate_reload_errors_;
   Gauge& certificate_expiry_;
+  Gauge& connection_threads_;
+  Gauge& connection_threads_busy_;
+  Gauge& open_connections_;
+  Counter& connections_refused_;
+  Counter& connections_cut_;
 };
 
 } // namespace kube_rdma

@@ -27,7 +27,8 @@ TEST(WebhookFlags, DefaultsMatchTheDesign) {
 TEST(WebhookFlags, ReadsEveryFlagInBothForms) {
   Result<WebhookFlags> flags = parseWebhookFlags(
       with({"--listen-address=[::1]:9443", "--policy", "/p.json", "--metrics-address", ":9090",
-            "--log-format=json", "--threads", "16", "--shutdown-delay=0"}));
+            "--log-format=json", "--threads", "16", "--shutdown-delay=0", "--max-connections=300",
+            "--request-timeout", "2"}));
   ASSERT_TRUE(flags.ok()) << flags.error().message;
   EXPECT_EQ(flags->listen.host, "::1");
   EXPECT_EQ(flags->listen.port, 9443);
@@ -36,6 +37,8 @@ TEST(WebhookFlags, ReadsEveryFlagInBothForms) {
   EXPECT_EQ(flags->log_format, LogFormat::kJson);
   EXPECT_EQ(flags->threads, 16u);
   EXPECT_EQ(flags->shutdown_delay.count(), 0);
+  EXPECT_EQ(flags->max_connections, 300u);
+  EXPECT_EQ(flags->request_timeout.count(), 2);
 }
 
 TEST(WebhookFlags, ErrorsNameTheFlag) {
@@ -48,6 +51,10 @@ TEST(WebhookFlags, ErrorsNameTheFlag) {
       {with({"--log-format", "yaml"}), "--log-format"},
       {with({"--threads", "1"}), "--threads"},
       {with({"--threads", "many"}), "--threads"},
+      {with({"--max-connections", "0"}), "--max-connections"},
+      {with({"--threads", "128", "--max-connections", "100"}), "is below --threads (128)"},
+      {with({"--request-timeout", "0"}), "--request-timeout"},
+      {with({"--request-timeout", "5s"}), "--request-timeout"},
       {with({"--verbose", "1"}), "unknown flag --verbose"},
       {with({"--policy"}), "--policy: missing value"},
   };
