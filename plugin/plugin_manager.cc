@@ -230,17 +230,29 @@ void PluginManager::unserve(Pool& pool) {
   pool.registered = false;
 }
 
-void PluginManager::registerPending() {
+void PluginManager::registerPending(std::unique_lock<std::mutex>& lock) {
   if (mode_ != RegistrationMode::kClassic || !kubeletSocketExists()) {
     return; // the kubelet.sock creation event brings us back
   }
+  struct Attempt {
+    RegistrationRequest request;
+    bool ok = false;
+  };
+  std::vector<Attempt> attempts;
   for (auto& [name, pool] : pools_) {
-    if (pool.registered || !pool.server) {
-      continue;
+    if (!pool.registered && pool.server) {
+      attempts.push_back(
+          {{name, poolSocketName(name), pool.manager->preferredAllocationAvailable()}});
     }
+  }
+  // Register is a round trip to the kubelet (up to kRegisterTimeout): health samples, metrics
+  // scrapes and watcher events must not wait for it. Only this thread changes pools_, so nothing
+  // that was read above changes meanwhile; events posted now are handled on the next turn.
+  lock.unlock();
+  for (auto& attempt : attempts) {
+    const std::string& name = attempt.request.resource_name;
     const auto started = std::chrono::steady_clock::now();
-    auto status = registrar_->registerPool(
-        {name, poolSocketName(name), pool.manager->preferredAllocationAvailable()});
+    auto status = registrar_->registerPool(attempt.request);
     metrics_
         .counter("kube_rdma_plugin_registrations_total", "Register calls to the kubelet.",
                  {{"resource", name}, {"outcome", status ? "ok" : "error"}})
@@ -250,7 +262,7 @@ void PluginManager::registerPending() {
                    {{"resource", name}, {"error", status.error().message}});
       continue;
     }
-    pool.registered = true;
+    attempt.ok = true;
     const auto ms = std::chrono::duration_cast<std::chrono::microseconds>(
                         std::chrono::steady_clock::now() - started)
                         .count() /
@@ -258,6 +270,12 @@ void PluginManager::registerPending() {
     logger_.info(
         "registered with the kubelet",
         {{"resource", name}, {"mode", toString(mode_)}, {"register_ms", std::to_string(ms)}});
+  }
+  lock.lock();
+  for (const auto& attempt : attempts) {
+    if (attempt.ok) {
+      pools_.at(attempt.request.resource_name).registered = true;
+    }
   }
 }
 
@@ -348,7 +366,7 @@ void PluginManager::onHealthSample(const NodeHealthView& view) {
 
 void PluginManager::run(std::stop_token stop) {
   std::unique_lock<std::mutex> lock(mutex_);
-  registerPending();
+  registerPending(lock);
   writeTopologyState(*topology_); // after registering: fsync is slow and nothing waits for it
   while (!stop.stop_requested()) {
     const bool pending = std::any_of(pools_.begin(), pools_.end(),
@@ -374,7 +392,7 @@ void PluginManager::run(std::stop_token stop) {
       onSocketDeleted();
     }
     if (!stop.stop_requested()) {
-      registerPending();
+      registerPending(lock);
     }
   }
   for (auto& [name, pool] : pools_) {

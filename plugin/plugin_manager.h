@@ -61,7 +61,8 @@ private:
   Status applyConfig(const PluginConfig& config, std::shared_ptr<const NodeTopology> topology);
   Status serve(Pool& pool);
   void unserve(Pool& pool);
-  void registerPending();
+  // Called and returns with `lock` (on mutex_) held; releases it during the Register calls.
+  void registerPending(std::unique_lock<std::mutex>& lock);
   void onKubeletStarted();
   void onSocketDeleted();
   void onConfigChanged();
