@@ -186,6 +186,36 @@ std::string statusLine(int port, const std::string& request) {
   return response.substr(0, response.find("\r\n"));
 }
 
+// Writes each of `parts` as its own TLS record on a new connection and returns all the server
+// sends until it closes.
+std::string untilClosed(int port, const std::vector<std::string>& parts) {
+  SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
+  BIO* bio = BIO_new_ssl_connect(ctx);
+  BIO_set_conn_hostname(bio, ("127.0.0.1:" + std::to_string(port)).c_str());
+  std::string response;
+  bool sent = BIO_do_connect(bio) == 1;
+  for (const std::string& part : parts) {
+    sent = sent && BIO_write(bio, part.data(), static_cast<int>(part.size())) > 0;
+  }
+  if (sent) {
+    char buffer[512];
+    for (int n; (n = BIO_read(bio, buffer, sizeof(buffer))) > 0;) {
+      response.append(buffer, static_cast<size_t>(n));
+    }
+  }
+  BIO_free_all(bio);
+  SSL_CTX_free(ctx);
+  return response;
+}
+
+size_t count(const std::string& text, const std::string& part) {
+  size_t n = 0;
+  for (size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) {
+    ++n;
+  }
+  return n;
+}
+
 class WebhookE2E : public testing::Test {
 protected:
   static void SetUpTestSuite() {
@@ -431,6 +461,28 @@ TEST_F(WebhookE2E, BodiesWithoutALengthOrOverTheCapAreRefusedBeforeReading) {
   EXPECT_EQ(garbage->status, 400);
   EXPECT_NE(garbage->body.find("not JSON"), std::string::npos);
   // The server is still fine afterwards.
+  EXPECT_EQ(review(*client(), "uid-after"), "");
+}
+
+// A refused request's body is never read, so it must not be read as the next request either: a
+// client could smuggle one past whatever sits in front of the webhook.
+TEST_F(WebhookE2E, ARefusedRequestClosesItsConnectionSoItsBodyIsNeverReadAsARequest) {
+  auto process = start();
+  const std::string head = "POST /mutate HTTP/1.1\r\nHost: webhook\r\n"
+                           "Content-Type: application/json\r\n";
+  const std::string smuggled = "GET /healthz HTTP/1.1\r\nHost: webhook\r\n\r\n";
+  // The body in a record of its own, as a client writing headers and body separately sends it.
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{head + "Transfer-Encoding: chunked\r\n\r\n", "0\r\n\r\n" + smuggled}, "411"},
+      {{head + "\r\n", smuggled}, "411"},
+      {{head + "Content-Length: 7340032\r\n\r\n", smuggled}, "413"},
+  };
+  for (const auto& [parts, status] : cases) {
+    const std::string answer = untilClosed(port_, parts);
+    EXPECT_EQ(answer.rfind("HTTP/1.1 " + status, 0), 0u) << answer;
+    EXPECT_NE(answer.find("Connection: close\r\n"), std::string::npos) << answer;
+    EXPECT_EQ(count(answer, "HTTP/1.1 "), 1u) << "the body was answered as a request:\n" << answer;
+  }
   EXPECT_EQ(review(*client(), "uid-after"), "");
 }
 
