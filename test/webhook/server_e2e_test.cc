@@ -7,8 +7,11 @@
 #include <openssl/evp.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -206,6 +209,20 @@ std::string untilClosed(int port, const std::vector<std::string>& parts) {
   BIO_free_all(bio);
   SSL_CTX_free(ctx);
   return response;
+}
+
+// A plain TCP connection to the server that never says anything; -1 if it cannot connect.
+int silentConnection(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
 }
 
 size_t count(const std::string& text, const std::string& part) {
@@ -484,6 +501,25 @@ TEST_F(WebhookE2E, ARefusedRequestClosesItsConnectionSoItsBodyIsNeverReadAsARequ
     EXPECT_EQ(count(answer, "HTTP/1.1 "), 1u) << "the body was answered as a request:\n" << answer;
   }
   EXPECT_EQ(review(*client(), "uid-after"), "");
+}
+
+TEST_F(WebhookE2E, ConnectionsBeyondTheCapAreRefusedAtOnceAndServedOnceThreadsAreFree) {
+  auto process = start({"--threads", "2", "--max-connections", "4"});
+  // Each silent connection holds a thread (until the 3 s handshake timeout): the cap is reached.
+  std::vector<int> held;
+  for (int i = 0; i < 4; ++i) {
+    held.push_back(silentConnection(port_));
+    ASSERT_GE(held.back(), 0);
+  }
+  // Refused, not queued: a queued one would wait for a thread and then succeed.
+  EXPECT_FALSE(handshake(port_, TLS1_3_VERSION).ok);
+  for (const int fd : held) {
+    ::close(fd);
+  }
+  EXPECT_TRUE(eventually([&] { return review(*client(), "uid-after") == ""; })) << process->log();
+  const std::string m = metrics();
+  EXPECT_NE(m.find("rdma_webhook_connections_refused_total "), std::string::npos) << m;
+  EXPECT_EQ(m.find("rdma_webhook_connections_refused_total 0\n"), std::string::npos) << m;
 }
 
 TEST_F(WebhookE2E, SigtermDrainsAnswersRequestsInFlightAndExitsCleanly) {
