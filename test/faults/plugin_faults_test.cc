@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -189,10 +190,14 @@ protected:
     auto response = client.Get("/metrics");
     return response && response->status == 200 ? response->body : "";
   }
-  // The value of one sample line (name with labels as printed), or -1 when absent.
+  // The value of one sample line (name with labels as printed), or -1 when absent. Values are
+  // floats in the exposition format, and the registry writes each in its shortest form: a
+  // counter at 10 reads "1e+01" (std::stol took that for 1, and the config-swap case then
+  // waited in vain at every tenth reload).
   static long sample(const std::string& text, const std::string& series) {
     const auto at = text.find("\n" + series + " ");
-    return at == std::string::npos ? -1 : std::stol(text.substr(at + series.size() + 2));
+    return at == std::string::npos ? -1
+                                   : std::lround(std::stod(text.substr(at + series.size() + 2)));
   }
 
   std::string uverbsOf(const std::string& device) {
@@ -381,18 +386,23 @@ TEST_F(PluginFaultsTest, ConfigSwappedHundredTimesEverySecondInvalid) {
   constexpr int kSwaps = 100;
   int invalid = 0;
   int last_good_hcas = 8;
-  for (int swap = 1; swap <= kSwaps; ++swap) {
+  // Swap k publishes version k + 1: odd swaps mlx5_[1-N] (a different pool each time), even
+  // ones invalid, each differently so that none is mistaken for an unchanged file.
+  auto publishSwap = [&](int swap) {
     if (swap % 2 == 0) {
-      ++invalid; // each invalid version differs, so none is mistaken for an unchanged file
+      ++invalid;
       publishConfig(config, swap + 1,
                     R"({"version": "v1", "pools": [{"resourceName": "example.com/hca",
                       "mode": "sometimes-)" +
                         std::to_string(swap) + R"("}]})");
     } else {
-      last_good_hcas = 1 + (swap / 2) % 8; // mlx5_[1-N]: a different pool each time
+      last_good_hcas = 1 + (swap / 2) % 8;
       publishConfig(config, swap + 1,
                     exclusiveConfig("mlx5_[1-" + std::to_string(last_good_hcas) + "]"));
     }
+  };
+  for (int swap = 1; swap <= kSwaps; ++swap) {
+    publishSwap(swap);
     // One version at a time: the plugin must have judged this one before the next arrives.
     check(waitUntil(
               [&] { return reloads("ok") - ok_before + reloads("error") - errors_before >= swap; }),
@@ -405,7 +415,21 @@ TEST_F(PluginFaultsTest, ConfigSwappedHundredTimesEverySecondInvalid) {
   std::printf("config swaps: %d invalid, metrics say error=%ld ok=%ld\n", invalid, errors, oks);
   check(errors == invalid, "config_reloads_total{error} == invalid versions");
   check(oks == kSwaps - invalid, "config_reloads_total{ok} == valid versions");
-  finish("config-swap", kSwaps);
+
+  // A burst faster than reloads: each reload reads whatever ..data points to then, so versions
+  // may be skipped and are not counted here; the plugin must end on the last one written (valid,
+  // with a pool size not in force before the burst). A burst ending on an invalid version would
+  // keep whichever valid version happened to be read last, so it proves nothing.
+  const int before_burst = last_good_hcas;
+  constexpr int kBurst = 19;
+  for (int swap = kSwaps + 1; swap <= kSwaps + kBurst; ++swap) {
+    publishSwap(swap);
+  }
+  check(last_good_hcas != before_burst, "the burst changes the pool");
+  check(waitForHealthy(kExclusive, last_good_hcas, last_good_hcas),
+        "after the burst the last version is in force: " + std::to_string(last_good_hcas) +
+            " HCAs");
+  finish("config-swap", kSwaps + kBurst);
 }
 
 TEST_F(PluginFaultsTest, StateDirectoryReplacedByAFileKeepsServing) {
