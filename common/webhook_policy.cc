@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "common/json_reader.h"
+#include "common/plugin_config.h"
 
 namespace kube_rdma {
 namespace {
@@ -51,9 +52,10 @@ void readResources(ObjectReader& root, WebhookPolicy& policy) {
   policy.resources = root.optional("resources", policy.resources);
   std::set<std::string> seen;
   for (const std::string& name : policy.resources) {
-    // Extended resources are always domain-qualified ("rdma/hca"); a bare name is a typo.
-    if (name.find('/') == std::string::npos || name.front() == '/' || name.back() == '/') {
-      root.fail("resources", "\"" + name + "\" is not an extended resource name like rdma/hca");
+    // The device plugin's resource names pass the same check, so a name the API server would
+    // refuse as an extended resource never reaches a pod.
+    if (Status valid = validateExtendedResourceName(name); !valid.ok()) {
+      root.fail("resources", valid.error().message);
     } else if (!seen.insert(name).second) {
       root.fail("resources", "\"" + name + "\" is listed twice");
     }
