@@ -57,8 +57,12 @@ AdmissionServer::AdmissionServer(ServerOptions options, CertificateStore& certif
       watchdog_(std::chrono::duration_cast<std::chrono::milliseconds>(options_.keep_alive_timeout) +
                     options_.request_timeout,
                 clock_, logger_) {
-  server_ = std::make_unique<httplib::SSLServer>(
-      [this](SSL_CTX& ctx) { return certificates_.configure(ctx) && watchdog_.install(ctx); });
+  server_ = std::make_unique<httplib::SSLServer>([this](SSL_CTX& ctx) {
+    // An idle connection gives its read and write buffers (about 34 KiB) back: a thousand
+    // held connections would otherwise keep 34 MiB for nothing.
+    SSL_CTX_set_mode(&ctx, SSL_MODE_RELEASE_BUFFERS);
+    return certificates_.configure(ctx) && watchdog_.install(ctx);
+  });
   const TaskQueueLimits limits{options_.threads,
                                std::max(options_.threads, options_.max_connections),
                                options_.idle_thread_timeout};
