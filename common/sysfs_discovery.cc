@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <optional>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/default_route.h"
@@ -510,6 +511,73 @@ std::vector<PortStateSample> readPortStates(const std::string& sysfs_root,
       }
       out.push_back(std::move(sample));
     }
+  }
+  return out;
+}
+
+void PortStateReader::reset() {
+  for (auto& held : held_) {
+    if (held.fd >= 0) {
+      ::close(held.fd);
+    }
+  }
+  held_.clear();
+}
+
+std::string PortStateReader::statePath(const HeldPort& held) const {
+  return sysfs_root_ + "/class/infiniband/" + held.device + "/ports/" + std::to_string(held.port) +
+         "/state";
+}
+
+PortStateSample PortStateReader::readPort(HeldPort& held) {
+  PortStateSample sample{held.device, held.port, true, PortState::kNop};
+  char buf[64];
+  ssize_t n = -1;
+  struct stat st {};
+  if (held.fd >= 0 && ::fstat(held.fd, &st) == 0 && st.st_nlink > 0) {
+    n = ::pread(held.fd, buf, sizeof(buf), 0);
+  }
+  if (n < 0) { // never opened, unlinked, or the read failed: open the path again
+    if (held.fd >= 0) {
+      ::close(held.fd);
+    }
+    held.fd = ::open(statePath(held).c_str(), O_RDONLY | O_CLOEXEC);
+    n = held.fd >= 0 ? ::pread(held.fd, buf, sizeof(buf), 0) : -1;
+  }
+  if (n >= 0) {
+    // A state that does not parse leaves kNop: present but not usable.
+    if (auto state = parsePortState(std::string_view(buf, static_cast<size_t>(n)))) {
+      sample.state = *state;
+    }
+  } else {
+    const std::string device_dir = sysfs_root_ + "/class/infiniband/" + held.device;
+    sample.present = ::access(device_dir.c_str(), F_OK) == 0;
+  }
+  return sample;
+}
+
+std::vector<PortStateSample> PortStateReader::read(const NodeTopology& known) {
+  size_t ports = 0;
+  bool same = true;
+  for (const auto& device : known.devices) {
+    for (const auto& port : device.ports) {
+      same = same && ports < held_.size() && held_[ports].device == device.name &&
+             held_[ports].port == port.number;
+      ++ports;
+    }
+  }
+  if (!same || ports != held_.size()) {
+    reset();
+    for (const auto& device : known.devices) {
+      for (const auto& port : device.ports) {
+        held_.push_back({device.name, port.number, -1});
+      }
+    }
+  }
+  std::vector<PortStateSample> out;
+  out.reserve(held_.size());
+  for (auto& held : held_) {
+    out.push_back(readPort(held));
   }
   return out;
 }

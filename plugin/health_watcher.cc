@@ -103,6 +103,7 @@ void HealthWatcher::run() {
   std::shared_ptr<const NodeTopology> last_known;
   std::vector<PortStateSample> last_samples;
   std::set<std::string> last_uverbs;
+  PortStateReader reader(sysfs_root_);
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {
     if (wake_.wait_for(lock, interval_, [this] { return stopping_ || interval_changed_; })) {
@@ -120,8 +121,9 @@ void HealthWatcher::run() {
     }
     if (listRdmaDeviceNames(sysfs_root_) != names) {
       on_device_set_changed_();
+      reader.reset(); // held files of a moved-away device would still read
     }
-    auto samples = readPortStates(sysfs_root_, *known);
+    auto samples = reader.read(*known);
     auto uverbs = presentUverbs(*known, dev_root_);
     // Idle nodes change nothing: no copy of the topology, no work in the pools.
     if (known != last_known || !sameSamples(samples, last_samples) || uverbs != last_uverbs) {

@@ -136,6 +136,18 @@ void BM_ReadPortStatesA100(benchmark::State& state) {
 }
 BENCHMARK(BM_ReadPortStatesA100)->Unit(benchmark::kMicrosecond);
 
+// What the health watcher does each tick: the state files held open, one pread each.
+void BM_PortStateReaderA100(benchmark::State& state) {
+  const auto r = roots("a100-roce");
+  const auto known = discoverFromSysfs(r);
+  PortStateReader reader(r.sysfs_root);
+  for (auto _ : state) {
+    auto samples = reader.read(known);
+    benchmark::DoNotOptimize(samples.data());
+  }
+}
+BENCHMARK(BM_PortStateReaderA100)->Unit(benchmark::kMicrosecond);
+
 void BM_ReferenceReadA100StateFiles(benchmark::State& state) {
   readAll(state, stateFiles("a100-roce"));
 }

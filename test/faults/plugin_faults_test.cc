@@ -208,8 +208,12 @@ protected:
     return "";
   }
 
-  // The baseline for leak checks: taken once the plugin is settled.
-  void baseline() { before_ = figuresOf(plugin_->pid()); }
+  // The baseline for leak checks: taken once the plugin is settled, after a few health ticks
+  // (the first one opens the port state files the health watcher then keeps open).
+  void baseline() {
+    std::this_thread::sleep_for(milliseconds(300));
+    before_ = figuresOf(plugin_->pid());
+  }
 
   // Leak checks, SIGTERM exit code, and the figures line.
   void finish(const std::string& fault, int injected) {
