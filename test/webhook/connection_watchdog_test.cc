@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "webhook/elastic_task_queue.h"
+#include "test/webhook/eventually.h"
 
 namespace kube_rdma {
 namespace {
@@ -28,17 +29,6 @@ public:
 private:
   std::atomic<std::chrono::steady_clock::time_point> now_{};
 };
-
-// Polls a condition the watchdog's thread makes true; the bound only ends a broken test.
-template <class F> bool eventually(F condition) {
-  for (int i = 0; i < 6000; ++i) {
-    if (condition()) {
-      return true;
-    }
-    std::this_thread::sleep_for(5ms);
-  }
-  return false;
-}
 
 // One server-side TLS connection whose handshake has started (it waits for a ClientHello that
 // never comes), and the client's end of its socket.

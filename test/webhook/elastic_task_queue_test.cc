@@ -7,6 +7,8 @@
 #include <mutex>
 #include <thread>
 
+#include "test/webhook/eventually.h"
+
 namespace kube_rdma {
 namespace {
 
@@ -38,17 +40,6 @@ private:
   int waiting_ = 0;
   bool open_ = false;
 };
-
-// Polls a condition that depends on other threads; the bound only ends a broken test.
-template <class F> bool eventually(F condition) {
-  for (int i = 0; i < 6000; ++i) {
-    if (condition()) {
-      return true;
-    }
-    std::this_thread::sleep_for(10ms);
-  }
-  return false;
-}
 
 TEST(ElasticTaskQueue, EveryHeldJobGetsAThreadBeyondTheCore) {
   auto stats = std::make_shared<TaskQueueStats>();
