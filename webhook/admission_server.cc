@@ -21,9 +21,10 @@ constexpr const char* kText = "text/plain";
 void lingeringClose(int fd, std::chrono::milliseconds linger, const Clock& clock) {
   ::shutdown(fd, SHUT_WR);
   char discard[16384];
-  for (auto left = linger; left.count() > 0;) {
+  const auto end = clock.now() + linger;
+  for (auto now = clock.now(); now < end; now = clock.now()) {
     pollfd readable{fd, POLLIN, 0};
-    const auto start = clock.now();
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(end - now);
     if (::poll(&readable, 1, static_cast<int>(left.count())) <= 0) {
       return;
     }
@@ -31,7 +32,6 @@ void lingeringClose(int fd, std::chrono::milliseconds linger, const Clock& clock
     if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
       return;
     }
-    left -= std::chrono::duration_cast<std::chrono::milliseconds>(clock.now() - start);
   }
 }
 
