@@ -3,6 +3,7 @@
 #include <httplib.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/resource.h>
 
 #include <iostream>
 #include <thread>
@@ -27,8 +28,32 @@ std::string expiry(const CertificateStore& store) {
   return text;
 }
 
+// Each connection is a descriptor. Runtimes may give containers a soft limit of 1,024 with a
+// far higher hard limit; raise the soft one to the hard one (as Go programs do at start) and say
+// so when even that is below the connection cap.
+void raiseDescriptorLimit(size_t max_connections, Logger& logger) {
+  rlimit files{};
+  if (getrlimit(RLIMIT_NOFILE, &files) != 0) {
+    return;
+  }
+  if (files.rlim_cur < files.rlim_max) {
+    files.rlim_cur = files.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &files);
+    getrlimit(RLIMIT_NOFILE, &files);
+  }
+  // Listeners, watches, logs and the like besides the connections.
+  constexpr rlim_t kOwnDescriptors = 64;
+  if (files.rlim_cur < max_connections + kOwnDescriptors) {
+    logger.warn("descriptor limit below --max-connections: connections beyond it wait in the "
+                "listen backlog",
+                {{"limit", std::to_string(files.rlim_cur)},
+                 {"max_connections", std::to_string(max_connections)}});
+  }
+}
+
 int run(const WebhookFlags& flags) {
   Logger logger(std::cerr, flags.log_format);
+  raiseDescriptorLimit(flags.max_connections, logger);
   // Signals go to the signal thread only; every thread started below inherits this mask.
   sigset_t signals;
   sigemptyset(&signals);
