@@ -1,5 +1,5 @@
-// rdma-webhook: wiring only. Flags, the stores, the file watches and the signal thread around
-// AdmissionServer; all behaviour lives in the library.
+// rdma-webhook: wiring only. Flags, the descriptor limit, the stores, the file watches and the
+// signal thread around AdmissionServer; all behaviour lives in the library.
 #include <httplib.h>
 #include <pthread.h>
 #include <signal.h>
