@@ -110,6 +110,10 @@ int fail(const std::string& message) {
 }
 
 int run(const RdmactlOptions& opts) {
+  if (opts.command == RdmactlCommand::kHelp) {
+    std::cout << rdmactlUsage();
+    return 0;
+  }
   Logger logger(std::cerr, LogFormat::kText,
                 opts.command == RdmactlCommand::kDoctor ? LogLevel::kInfo : LogLevel::kWarn);
   const NodeTopology topo = discoverNode({opts.sysfs_root, opts.proc_root}, logger);
@@ -161,10 +165,9 @@ int run(const RdmactlOptions& opts) {
     std::cout << (opts.json ? renderChecksJson(checks) : renderChecksText(checks));
     return anyFailed(checks) ? 1 : 0;
   }
-  case RdmactlCommand::kHelp:
+  case RdmactlCommand::kHelp: // answered above, without reading sysfs
     break;
   }
-  std::cout << rdmactlUsage();
   return 0;
 }
 

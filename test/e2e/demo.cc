@@ -168,9 +168,10 @@ private:
 // values shortened to keep the table one screen wide.
 std::string shadowedNote(const EnvOrigin& e) {
   std::vector<std::pair<std::string, std::string>> groups; // value -> sources
-  for (const auto& [source, value] : e.shadowed) {
-    auto it =
-        std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == value; });
+  for (const auto& layer : e.shadowed) {
+    const auto& [source, value] = layer;
+    auto it = std::find_if(groups.begin(), groups.end(),
+                           [&](const auto& g) { return g.first == layer.second; });
     if (it == groups.end()) {
       groups.emplace_back(value, source);
     } else {

@@ -13,14 +13,8 @@ struct RunResult {
   std::string out;
 };
 
-// `env_prefix` is prepended to the command (e.g. "NCCL_IB_HCA=mlx5_1"); the environment is
-// otherwise emptied so the host's NCCL_* variables cannot leak in. stderr is dropped.
-RunResult rdmactl(const std::string& fixture, const std::string& args,
-                  const std::string& env_prefix = "") {
-  const std::string base = std::string(KUBE_RDMA_FIXTURES) + "/" + fixture;
-  const std::string cmd = "env -i PATH=/usr/bin:/bin " + env_prefix + " " + RDMACTL_BINARY +
-                          " --sysfs-root " + base + "/sys --proc-root " + base +
-                          "/proc --dev-root " + base + "/dev " + args + " 2>/dev/null";
+// Runs a shell command and returns its exit code and standard output.
+RunResult runCommand(const std::string& cmd) {
   RunResult r;
   FILE* pipe = ::popen(cmd.c_str(), "r");
   if (pipe == nullptr) {
@@ -34,6 +28,25 @@ RunResult rdmactl(const std::string& fixture, const std::string& args,
   const int status = ::pclose(pipe);
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
+}
+
+// `env_prefix` is prepended to the command (e.g. "NCCL_IB_HCA=mlx5_1"); the environment is
+// otherwise emptied so the host's NCCL_* variables cannot leak in. stderr is dropped.
+RunResult rdmactl(const std::string& fixture, const std::string& args,
+                  const std::string& env_prefix = "") {
+  const std::string base = std::string(KUBE_RDMA_FIXTURES) + "/" + fixture;
+  const std::string cmd = "env -i PATH=/usr/bin:/bin " + env_prefix + " " + RDMACTL_BINARY +
+                          " --sysfs-root " + base + "/sys --proc-root " + base +
+                          "/proc --dev-root " + base + "/dev " + args + " 2>/dev/null";
+  return runCommand(cmd);
+}
+
+TEST(RdmactlBinary, HelpNeedsNoSysfs) {
+  const auto r = runCommand(std::string(RDMACTL_BINARY) +
+                            " --sysfs-root /nonexistent-kube-rdma-root help 2>&1");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out.rfind("usage: rdmactl", 0), 0u) << r.out;
+  EXPECT_EQ(r.out.find("warning"), std::string::npos) << r.out;
 }
 
 TEST(RdmactlBinary, GidsOnTheA100Node) {
