@@ -1,19 +1,35 @@
 #include "plugin/health_watcher.h"
 
 #include <dirent.h>
-#include <sys/stat.h>
 
 #include <algorithm>
 #include <map>
 
 namespace kube_rdma {
 
+namespace {
+
+// Entry names of `dir` (none when it cannot be read): one listing instead of a stat per name.
+std::set<std::string> entryNames(const std::string& dir) {
+  std::set<std::string> names;
+  if (DIR* d = ::opendir(dir.c_str())) {
+    while (const dirent* entry = ::readdir(d)) {
+      if (entry->d_name[0] != '.') {
+        names.insert(entry->d_name);
+      }
+    }
+    ::closedir(d);
+  }
+  return names;
+}
+
+} // namespace
+
 std::set<std::string> presentUverbs(const NodeTopology& known, const std::string& dev_root) {
+  const std::set<std::string> nodes = entryNames(dev_root + "/infiniband");
   std::set<std::string> present;
   for (const auto& device : known.devices) {
-    struct stat st {};
-    const std::string node = dev_root + "/infiniband/" + device.uverbs;
-    if (!device.uverbs.empty() && ::stat(node.c_str(), &st) == 0) {
+    if (!device.uverbs.empty() && nodes.count(device.uverbs) > 0) {
       present.insert(device.uverbs);
     }
   }
@@ -47,16 +63,7 @@ NodeHealthView sampleNodeHealth(const NodeTopology& known, const std::string& sy
 }
 
 std::set<std::string> listRdmaDeviceNames(const std::string& sysfs_root) {
-  std::set<std::string> names;
-  if (DIR* d = ::opendir((sysfs_root + "/class/infiniband").c_str())) {
-    while (const dirent* entry = ::readdir(d)) {
-      if (entry->d_name[0] != '.') {
-        names.insert(entry->d_name);
-      }
-    }
-    ::closedir(d);
-  }
-  return names;
+  return entryNames(sysfs_root + "/class/infiniband");
 }
 
 HealthWatcher::HealthWatcher(std::string sysfs_root, std::string dev_root,
