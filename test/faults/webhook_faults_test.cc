@@ -43,9 +43,10 @@ using Steady = std::chrono::steady_clock;
 constexpr std::chrono::seconds kProbeDeadline{10};
 constexpr long kMemoryGrowthBoundKiB = 64 * 1024;
 
-// The server starts a thread for each connection beyond its 64 core threads; memory bounds grow
-// by what a thread with its connection costs: about 55 KiB measured (docs/webhook.md), 96 allowed.
-// Under ASan (scripts/test.sh) each thread also carries a fake stack and its shadow, 1-8 MiB.
+// Memory bounds grow with the server's threads: each may first touch its stack during a case, and
+// the server starts one per connection beyond its 64 core threads. A thread with its connection
+// costs about 55 KiB (docs/webhook.md), 96 allowed. Under ASan (scripts/test.sh) a thread's first
+// requests also map its fake stack and shadow: 1-8 MiB each.
 #if defined(__SANITIZE_ADDRESS__)
 constexpr bool kAddressSanitizer = true;
 #elif defined(__has_feature)
@@ -456,7 +457,6 @@ protected:
     figures_.fault = testing::UnitTest::GetInstance()->current_test_info()->name();
     figures_.rss_before_kib = rssKiB(process_->pid());
     requests_before_ = prober_->requests();
-    threads_before_ = threadsOf(process_->pid());
   }
 
   // Ends the fault window: a few more correct answers after it, then figures and a clean exit.
@@ -470,7 +470,7 @@ protected:
     const std::string first_error = prober_->firstError();
     prober_.reset();
     figures_.rss_after_kib = rssKiB(process_->pid());
-    const long threads_grown = std::max(0L, threadsOf(process_->pid()) - threads_before_);
+    const long threads_after = threadsOf(process_->pid());
     figures_.crashes = alive(process_->pid()) ? 0 : 1;
     Result<int> exit_code = process_->terminate(10s);
     if (!exit_code.ok() || *exit_code != 0) {
@@ -488,7 +488,7 @@ protected:
         << "\n"
         << process_->logs().substr(0, 2000);
     EXPECT_LT(figures_.rss_after_kib - figures_.rss_before_kib,
-              kMemoryGrowthBoundKiB + threads_grown * kThreadBudgetKiB);
+              kMemoryGrowthBoundKiB + threads_after * kThreadBudgetKiB);
   }
 
   std::string scrape() const {
@@ -516,7 +516,6 @@ protected:
   std::unique_ptr<Prober> prober_;
   Figures figures_;
   int requests_before_ = 0;
-  long threads_before_ = 0;
 };
 
 TempDir* WebhookFaults::certs_ = nullptr;
@@ -615,16 +614,17 @@ TEST_F(WebhookFaults, ThousandConcurrentConnections) {
   EXPECT_TRUE(probes_answered) << "correct reviews starved by held connections";
   EXPECT_EQ(health, 200);
   EXPECT_EQ(ready, 200);
-  // The flood really was held: four times the 64 core threads at once, at the least. Not all
-  // 1,000: a loaded 2-core machine completes ~150-200 handshakes a second, so the first ones
-  // reach their 5 s keep-alive timeout before the last are established (peaks of 520-750 under
-  // a load average of 20).
-  EXPECT_GE(peak_open, 256);
+  // The flood really was served: most handshakes completed (192 with the fixed pool of 64), and
+  // far more connections open at once than the 64 core threads. Not all 1,000 at once: a loaded
+  // 2-core machine completes ~150-200 handshakes a second, so the first ones reach their 5 s
+  // keep-alive timeout before the last are established (peaks of 400-800 in the optimised build
+  // under a load average of 20, 200-450 under ASan).
+  EXPECT_GE(established, 750);
+  EXPECT_GE(peak_open, 128);
   // One thread per open connection, within --max-connections (1024) and a few of our own, and
-  // memory within the budget per thread grown.
+  // memory within the budget per thread.
   EXPECT_LE(peak_threads, 1024 + 8);
-  EXPECT_LT(peak_rss - figures_.rss_before_kib,
-            (peak_threads - threads_before_) * kThreadBudgetKiB);
+  EXPECT_LT(peak_rss - figures_.rss_before_kib, peak_threads * kThreadBudgetKiB);
   EXPECT_EQ(left_open, 0) << "idle connections are never closed";
   // Recovery once they are gone: TearDown waits for more correct answers.
 }
