@@ -1,8 +1,8 @@
 #include "common/metrics.h"
 
+#include <charconv>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
+#include <cstdint>
 #include <sstream>
 
 namespace kube_rdma {
@@ -132,15 +132,14 @@ std::string formatValue(double v) {
   if (std::isnan(v)) {
     return "NaN";
   }
-  // The shortest text that reads back as the same double: 5e-05, not 5.0000000000000002e-05.
   char buf[64];
-  for (int precision = 1; precision <= 17; ++precision) {
-    std::snprintf(buf, sizeof(buf), "%.*g", precision, v);
-    if (std::strtod(buf, nullptr) == v) {
-      break;
-    }
-  }
-  return buf;
+  // Counts stay whole numbers (1000000, not 1e+06); anything else gets the shortest text that
+  // reads back as the same double (0.25 and 5e-05, not 0.25000000000000001).
+  constexpr double kExactIntegerLimit = 9007199254740992.0; // 2^53
+  const bool whole = std::fabs(v) < kExactIntegerLimit && v == std::trunc(v);
+  const auto result = whole ? std::to_chars(buf, buf + sizeof(buf), static_cast<int64_t>(v))
+                            : std::to_chars(buf, buf + sizeof(buf), v);
+  return std::string(buf, result.ptr);
 }
 
 std::string renderLabels(const Labels& labels, const std::string& extra_key = "",

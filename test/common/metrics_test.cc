@@ -34,6 +34,17 @@ TEST(MetricsRegistry, WritesBucketBoundsInTheirShortestForm) {
   EXPECT_NE(text.find("h_seconds_bucket{le=\"2.5\"} 1\n"), std::string::npos) << text;
 }
 
+TEST(MetricsRegistry, WritesWholeNumbersWithoutAnExponent) {
+  MetricsRegistry registry;
+  registry.counter("c_total", "C.", {{"n", "ten"}}).inc(10);
+  registry.counter("c_total", "C.", {{"n", "million"}}).inc(1000000);
+  registry.gauge("g", "G.", {}).set(20);
+  const std::string text = registry.render();
+  EXPECT_NE(text.find("c_total{n=\"ten\"} 10\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("c_total{n=\"million\"} 1000000\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("g 20\n"), std::string::npos) << text;
+}
+
 TEST(MetricsRegistry, EscapesLabelValues) {
   EXPECT_EQ(escapeLabelValue("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
 }
