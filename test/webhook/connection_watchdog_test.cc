@@ -126,15 +126,16 @@ TEST_F(ConnectionWatchdogTest, AConnectionFreedBeforeItsLimitIsNeverCut) {
 
 TEST_F(ConnectionWatchdogTest, AConnectionWithoutAFreeThreadIsEndedAtItsHandshakeStart) {
   auto stats = std::make_shared<TaskQueueStats>();
-  ElasticTaskQueue queue({1, 1, 60s}, stats);
+  // Declared before the queue, whose threads use them until it is destroyed.
   std::atomic<bool> release{false};
+  std::atomic<bool> done{false};
+  Connection refused(ctx_);
+  ElasticTaskQueue queue({1, 1, 60s}, stats);
   queue.enqueue([&] {
     while (!release) {
       std::this_thread::sleep_for(1ms);
     }
   });
-  Connection refused(ctx_);
-  std::atomic<bool> done{false};
   queue.enqueue([&] {
     refused.startHandshake();
     done = true;

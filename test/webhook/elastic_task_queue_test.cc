@@ -43,8 +43,8 @@ private:
 
 TEST(ElasticTaskQueue, EveryHeldJobGetsAThreadBeyondTheCore) {
   auto stats = std::make_shared<TaskQueueStats>();
+  Gate gate; // before the queue: its threads may still be leaving wait() when the test ends
   ElasticTaskQueue queue({2, 20, 60s}, stats);
-  Gate gate;
   for (int i = 0; i < 10; ++i) {
     queue.enqueue([&] { gate.wait(); });
   }
@@ -60,9 +60,10 @@ TEST(ElasticTaskQueue, EveryHeldJobGetsAThreadBeyondTheCore) {
 
 TEST(ElasticTaskQueue, JobsBeyondTheCapRunAtOnceMarkedAsOverflow) {
   auto stats = std::make_shared<TaskQueueStats>();
-  ElasticTaskQueue queue({1, 3, 60s}, stats);
   Gate gate;
   std::atomic<int> marked_in_pool{0};
+  std::atomic<int> overflow{0};
+  ElasticTaskQueue queue({1, 3, 60s}, stats);
   for (int i = 0; i < 3; ++i) {
     queue.enqueue([&] {
       marked_in_pool += ElasticTaskQueue::runningOverflowJob() ? 1 : 0;
@@ -72,7 +73,6 @@ TEST(ElasticTaskQueue, JobsBeyondTheCapRunAtOnceMarkedAsOverflow) {
   ASSERT_TRUE(gate.waitForWaiting(3));
   // The cap is reached and every thread is held: the next jobs still run, without waiting for
   // the held ones, on the overflow thread.
-  std::atomic<int> overflow{0};
   for (int i = 0; i < 5; ++i) {
     queue.enqueue([&] { overflow += ElasticTaskQueue::runningOverflowJob() ? 1 : 0; });
   }
@@ -86,8 +86,9 @@ TEST(ElasticTaskQueue, JobsBeyondTheCapRunAtOnceMarkedAsOverflow) {
 
 TEST(ElasticTaskQueue, ThreadsAboveTheCoreLeaveWhenIdleAndComeBackWhenNeeded) {
   auto stats = std::make_shared<TaskQueueStats>();
-  ElasticTaskQueue queue({2, 8, 50ms}, stats);
   Gate gate;
+  Gate second;
+  ElasticTaskQueue queue({2, 8, 50ms}, stats);
   for (int i = 0; i < 8; ++i) {
     queue.enqueue([&] { gate.wait(); });
   }
@@ -96,7 +97,6 @@ TEST(ElasticTaskQueue, ThreadsAboveTheCoreLeaveWhenIdleAndComeBackWhenNeeded) {
   gate.open();
   EXPECT_TRUE(eventually([&] { return stats->threads == 2u; }));
   // Joined threads free their slots: the cap counts live threads only.
-  Gate second;
   for (int i = 0; i < 8; ++i) {
     queue.enqueue([&] { second.wait(); });
   }
@@ -109,8 +109,8 @@ TEST(ElasticTaskQueue, ShutdownRunsEveryJobGivenAndJoins) {
   auto stats = std::make_shared<TaskQueueStats>();
   std::atomic<int> ran{0};
   {
-    ElasticTaskQueue queue({1, 1, 60s}, stats);
     Gate gate;
+    ElasticTaskQueue queue({1, 1, 60s}, stats);
     queue.enqueue([&] {
       gate.wait();
       ++ran;
