@@ -466,8 +466,11 @@ NodeTopology discoverFromSysfs(const DiscoveryRoots& roots, GidTables tables) {
       ::realpath(roots.sysfs_root.c_str(), buf) != nullptr ? std::string(buf) : roots.sysfs_root;
 
   DirFd root(resolved_root);
-  DirFd klass(root.get(), "class/infiniband");
-  if (!klass.ok()) {
+  DirFd klass = root.ok() ? DirFd(root.get(), "class/infiniband") : DirFd();
+  if (!root.ok()) {
+    warnings.add(roots.sysfs_root,
+                 "cannot open the sysfs root: " + std::string(std::strerror(errno)));
+  } else if (!klass.ok()) {
     warnings.add("class/infiniband", "no RDMA devices: " + std::string(std::strerror(errno)) +
                                          " under " + roots.sysfs_root);
   } else {

@@ -273,7 +273,9 @@ TEST(SysfsDiscovery, MissingRootIsAWarningNotACrash) {
   const auto topo = discoverFromSysfs({"/nonexistent-kube-rdma-root", "/nonexistent-proc"});
   EXPECT_TRUE(topo.devices.empty());
   EXPECT_TRUE(topo.gpus.empty());
-  EXPECT_GE(topo.warnings.size(), 2u);
+  ASSERT_GE(topo.warnings.size(), 2u);
+  EXPECT_EQ(topo.warnings[0].path, "/nonexistent-kube-rdma-root");
+  EXPECT_EQ(topo.warnings[0].message, "cannot open the sysfs root: No such file or directory");
 }
 
 TEST(SysfsDiscovery, PortStatesFollowTheTree) {
