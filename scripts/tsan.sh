@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# ThreadSanitizer over the tests that exercise threads without gRPC: the inotify watchers behind
+# every reload, and the webhook's TLS server (elastic connection threads, per-connection
+# deadlines, certificate rotation mid-stream, policy reloads, SIGTERM drain). Builds only what
+# those tests need into build-tsan/ and runs them.
+#
+# The plugin's gRPC tests are not run here: Debian's gRPC and protobuf are not built with TSan,
+# so their internal synchronisation is invisible to it and every gRPC test reports races inside
+# gRPC and protobuf frames (measured: 16 of 16 tests, ~1,400 reports). They run under ASan+UBSan.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/sanitizer-env.sh
+build_dir=${TSAN_BUILD_DIR:-build-tsan}
+if [[ ! -f "$build_dir/build.ninja" ]]; then
+  CC=clang CXX=clang++ cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
+    "-DCMAKE_CXX_FLAGS_DEBUG=-O0 -gline-tables-only" "-DCMAKE_C_FLAGS_DEBUG=-O0 -gline-tables-only" \
+    -DKUBE_RDMA_SANITIZE=thread >/dev/null
+fi
+cmake --build "$build_dir" -j "${JOBS:-2}" --target fixtures common_tests webhook_tests rdma-webhook
+ctest --test-dir "$build_dir" --output-on-failure -j "${JOBS:-2}" --timeout 600 \
+  -R '^(InotifyWatcher|ElasticTaskQueue|ConnectionWatchdogTest|ConnectionDeadlinesTest|WebhookE2E)\.'
