@@ -8,7 +8,6 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <netinet/in.h>
-#include <openssl/evp.h>
 #include <openssl/ssl.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -28,6 +27,7 @@
 #include <thread>
 
 #include "test/plugin/plugin_process.h"
+#include "test/webhook/admission_test_support.h"
 #include "test/plugin/temp_dir.h"
 
 namespace kube_rdma {
@@ -37,6 +37,8 @@ using nlohmann::json;
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using Steady = std::chrono::steady_clock;
+using test_support::decodeBase64;
+using test_support::podCreateReview;
 
 // The API server gives up on a webhook after the configuration's timeoutSeconds (5 in
 // manifests/; 30 at most). A probe not answered within twice that is a lost admission.
@@ -132,33 +134,7 @@ int connectLoopback(int port) {
   return fd;
 }
 
-std::string decodeBase64(const std::string& text) {
-  std::string out(text.size(), '\0');
-  const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                reinterpret_cast<const unsigned char*>(text.data()),
-                                static_cast<int>(text.size()));
-  if (n < 0) {
-    return "";
-  }
-  // EVP_DecodeBlock counts the padding as zero bytes.
-  const size_t padding = text.size() - text.find_last_not_of('=') - 1;
-  out.resize(static_cast<size_t>(n) - padding);
-  return out;
-}
-
 const fs::path kPods = fs::path(KUBE_RDMA_WEBHOOK_TESTDATA) / "pods";
-
-json reviewOf(const json& pod, const std::string& uid) {
-  return {{"apiVersion", "admission.k8s.io/v1"},
-          {"kind", "AdmissionReview"},
-          {"request",
-           {{"uid", uid},
-            {"kind", {{"group", ""}, {"version", "v1"}, {"kind", "Pod"}}},
-            {"resource", {{"group", ""}, {"version", "v1"}, {"resource", "pods"}}},
-            {"namespace", "training"},
-            {"operation", "CREATE"},
-            {"object", pod}}}};
-}
 
 // Empty when `body` answers the review of `pod` under `uid` correctly, else what is wrong.
 std::string checkAnswer(const std::string& body, const std::string& uid, const json& pod,
@@ -172,7 +148,7 @@ std::string checkAnswer(const std::string& body, const std::string& uid, const j
       response["patchType"] != "JSONPatch" || !response["patch"].is_string()) {
     return "wrong response fields: " + body.substr(0, 200);
   }
-  const json patch = json::parse(decodeBase64(response["patch"]), nullptr, false);
+  const json patch = json::parse(decodeBase64(response["patch"]).value_or(""), nullptr, false);
   if (patch.is_discarded()) {
     return "patch is not JSON";
   }
@@ -345,7 +321,8 @@ private:
       client.set_connection_timeout(kProbeDeadline);
       client.set_read_timeout(kProbeDeadline);
       client.set_write_timeout(kProbeDeadline);
-      auto res = client.Post("/mutate?timeout=5s", reviewOf(pod_, uid).dump(), "application/json");
+      auto res =
+          client.Post("/mutate?timeout=5s", podCreateReview(pod_, uid).dump(), "application/json");
       if (!res) {
         error = "transport error " + httplib::to_string(res.error());
       } else if (res->status != 200) {
@@ -675,7 +652,7 @@ TEST_F(WebhookFaults, HostileBodies) {
   };
   json pod = json::parse(readText(kPods / "pytorchjob-master.json"));
   pod["metadata"]["annotations"]["note"] = "PLACEHOLDER";
-  std::string bad_utf8 = reviewOf(pod, "uid-utf8").dump();
+  std::string bad_utf8 = podCreateReview(pod, "uid-utf8").dump();
   bad_utf8.replace(bad_utf8.find("PLACEHOLDER"), 11, "\xff\xfe\xc3\x28\xed\xa0\x80");
   for (int round = 0; round < 10; ++round) {
     // Headers only: an answer proves the decision came before any body was read.

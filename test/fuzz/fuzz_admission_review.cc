@@ -10,37 +10,12 @@
 
 #include "common/webhook_policy.h"
 #include "test/fuzz/fuzz_check.h"
+#include "test/webhook/admission_test_support.h"
 #include "webhook/mutator.h"
 #include "webhook/review.h"
 
 using namespace kube_rdma;
 using nlohmann::json;
-
-namespace {
-
-std::string decodeBase64(const std::string& in) {
-  static const std::string kAlphabet =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  uint32_t buffer = 0;
-  int bits = 0;
-  for (char c : in) {
-    if (c == '=') {
-      break;
-    }
-    const auto pos = kAlphabet.find(c);
-    FUZZ_CHECK(pos != std::string::npos, "the patch is valid base64");
-    buffer = (buffer << 6) | static_cast<uint32_t>(pos);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out.push_back(static_cast<char>((buffer >> bits) & 0xff));
-    }
-  }
-  return out;
-}
-
-} // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const WebhookPolicy policy = defaultWebhookPolicy();
@@ -59,7 +34,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   FUZZ_CHECK(response.at("patchType") == "JSONPatch", "patchType is JSONPatch");
-  const json patch = json::parse(decodeBase64(response.at("patch").get<std::string>()));
+  const auto decoded = test_support::decodeBase64(response.at("patch").get<std::string>());
+  FUZZ_CHECK(decoded.has_value(), "the patch is valid base64");
+  const json patch = json::parse(*decoded);
   FUZZ_CHECK(patch.is_array() && !patch.empty(), "a patch is a non-empty array");
 
   const json request = json::parse(body).at("request");

@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <httplib.h>
-#include <openssl/evp.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <arpa/inet.h>
@@ -24,6 +23,8 @@
 #include <thread>
 
 #include <nlohmann/json.hpp>
+
+#include "test/webhook/admission_test_support.h"
 
 namespace kube_rdma {
 namespace {
@@ -123,17 +124,9 @@ private:
 };
 
 json podReview(const std::string& uid) {
-  const json pod = json::parse(
-      readText(fs::path(KUBE_RDMA_WEBHOOK_TESTDATA) / "pods" / "pytorchjob-master.json"));
-  return {{"apiVersion", "admission.k8s.io/v1"},
-          {"kind", "AdmissionReview"},
-          {"request",
-           {{"uid", uid},
-            {"kind", {{"group", ""}, {"version", "v1"}, {"kind", "Pod"}}},
-            {"resource", {{"group", ""}, {"version", "v1"}, {"resource", "pods"}}},
-            {"namespace", "training"},
-            {"operation", "CREATE"},
-            {"object", pod}}}};
+  return test_support::podCreateReview(json::parse(readText(fs::path(KUBE_RDMA_WEBHOOK_TESTDATA) /
+                                                            "pods" / "pytorchjob-master.json")),
+                                       uid);
 }
 
 // The subject CN of the certificate the server presents to a new connection, and whether a
@@ -431,12 +424,9 @@ TEST_F(WebhookE2E, PolicyReloadsOnConfigMapSwapAndABadOneKeepsTheLastGood) {
   auto res = c->Post("/mutate", podReview("uid-p").dump(), "application/json");
   ASSERT_TRUE(res);
   const json reply = json::parse(res->body);
-  std::string patch(reply["response"]["patch"].get<std::string>().size(), '\0');
-  const std::string encoded = reply["response"]["patch"];
-  const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(patch.data()),
-                                reinterpret_cast<const unsigned char*>(encoded.data()),
-                                static_cast<int>(encoded.size()));
-  ASSERT_GT(n, 0);
+  const auto decoded = test_support::decodeBase64(reply["response"]["patch"]);
+  ASSERT_TRUE(decoded.has_value());
+  const std::string& patch = *decoded;
   EXPECT_NE(patch.find("NCCL_DEBUG"), std::string::npos);
   EXPECT_EQ(patch.find("NCCL_IB_TIMEOUT"), std::string::npos); // env replaced the defaults
 
