@@ -28,6 +28,7 @@
 #include "test/plugin/kubelet_simulator.h"
 #include "test/plugin/plugin_process.h"
 #include "test/plugin/temp_dir.h"
+#include "test/plugin/test_files.h"
 
 namespace kube_rdma {
 namespace {
@@ -62,13 +63,6 @@ const std::vector<DemoPod> kPods = {
 std::atomic<pid_t> g_children[2] = {0, 0};
 std::string g_temp_dir;
 int g_interrupt_pipe[2] = {-1, -1};
-
-std::string readFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // Runs a command and returns its stdout, or an Error naming the command and its exit status.
 Result<std::string> capture(const std::string& command) {
@@ -275,14 +269,16 @@ private:
     webhook_ = std::move(*webhook);
     g_children[0] = webhook_->pid();
     const std::regex serving("serving address=[^ ]*:([0-9]+)");
-    waitUntil([&] {
-      std::smatch m;
-      const std::string logs = webhook_->logs();
-      if (std::regex_search(logs, m, serving)) {
-        port_ = std::stoi(m[1]);
-      }
-      return port_ != 0;
-    });
+    waitUntil(
+        [&] {
+          std::smatch m;
+          const std::string logs = webhook_->logs();
+          if (std::regex_search(logs, m, serving)) {
+            port_ = std::stoi(m[1]);
+          }
+          return port_ != 0;
+        },
+        kDeadline);
     auto ready = client()->Get("/readyz");
     if (!report_.check(ready && ready->status == 200,
                        "rdma-webhook ready on https://127.0.0.1:" + std::to_string(port_) +
@@ -428,7 +424,7 @@ private:
     int uid = 0;
     for (const DemoPod& p : kPods) {
       const json pod =
-          json::parse(readFile(std::string(KUBE_RDMA_E2E_PODS) + "/" + p.file), nullptr, false);
+          json::parse(readTestFile(std::string(KUBE_RDMA_E2E_PODS) + "/" + p.file), nullptr, false);
       const std::string name = pod.is_object() ? pod["metadata"].value("name", p.file) : p.file;
       report_.line("");
       report_.line("pod " + name + "  (test/e2e/pods/" + p.file + ": " + p.mirrors + ")");
@@ -559,7 +555,7 @@ private:
       std::sort(p.node_env.begin(), p.node_env.end());
       for (const auto& m : answer->mounts()) {
         if (m.container_path() == "/etc/nccl.conf") {
-          p.nccl_conf = parseNcclConf(readFile(m.host_path()));
+          p.nccl_conf = parseNcclConf(readTestFile(m.host_path()));
         }
       }
     }
@@ -706,17 +702,6 @@ private:
     c->set_connection_timeout(5, 0);
     c->set_read_timeout(5, 0);
     return c;
-  }
-
-  template <class F> bool waitUntil(F condition) const {
-    const auto deadline = std::chrono::steady_clock::now() + kDeadline;
-    while (!condition()) {
-      if (std::chrono::steady_clock::now() > deadline) {
-        return false;
-      }
-      std::this_thread::sleep_for(milliseconds(20));
-    }
-    return true;
   }
 
   struct Admitted {

@@ -24,6 +24,7 @@
 #include "test/plugin/kubelet_simulator.h"
 #include "test/plugin/plugin_process.h"
 #include "test/plugin/temp_dir.h"
+#include "test/plugin/test_files.h"
 
 namespace kube_rdma {
 namespace {
@@ -38,17 +39,6 @@ constexpr long kFdSlack = 4;
 // with the number of faults, which is 5 to 100 per case.
 constexpr long kThreadSlack = 4;
 constexpr long kRssSlackKib = 16 * 1024;
-
-std::string readFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-void writeFile(const std::string& path, const std::string& text) {
-  std::ofstream(path, std::ios::trunc) << text;
-}
 
 // What leaks show up in: open fds, threads and resident memory of the plugin process.
 struct ProcessFigures {
@@ -71,7 +61,7 @@ ProcessFigures figuresOf(pid_t pid) {
        it.increment(ec)) {
     ++figures.fds;
   }
-  const std::string status = readFile(proc + "/status");
+  const std::string status = readTestFile(proc + "/status");
   figures.threads = statusField(status, "Threads");
   figures.rss_kib = statusField(status, "VmRSS");
   return figures;
@@ -174,17 +164,6 @@ protected:
     }
   }
 
-  bool waitUntil(const std::function<bool()>& condition) {
-    const auto deadline = std::chrono::steady_clock::now() + kDeadline;
-    while (!condition()) {
-      if (std::chrono::steady_clock::now() > deadline) {
-        return false;
-      }
-      std::this_thread::sleep_for(milliseconds(20));
-    }
-    return true;
-  }
-
   std::string metrics() {
     httplib::Client client("127.0.0.1", metrics_port_);
     auto response = client.Get("/metrics");
@@ -257,7 +236,7 @@ protected:
 void publishConfig(const std::string& dir, int version, const std::string& text) {
   const std::string name = "..v" + std::to_string(version);
   fs::create_directories(dir + "/" + name);
-  writeFile(dir + "/" + name + "/config.json", text);
+  writeTestFile(dir + "/" + name + "/config.json", text);
   fs::create_symlink(name, dir + "/..data_tmp");
   fs::rename(dir + "/..data_tmp", dir + "/..data");
   if (!fs::is_symlink(dir + "/config.json")) {
@@ -358,18 +337,18 @@ TEST_F(PluginFaultsTest, PortFlapsHundredTimes) {
   constexpr int kFlaps = 100;
   for (int flap = 1; flap <= kFlaps; ++flap) {
     // Odd flaps go DOWN, even ones ACTIVE; varying gaps so some are seen and some are not.
-    writeFile(state, flap % 2 ? "1: DOWN\n" : "4: ACTIVE\n");
+    writeTestFile(state, flap % 2 ? "1: DOWN\n" : "4: ACTIVE\n");
     std::this_thread::sleep_for(milliseconds(flap % 7 * 10));
   }
   check(waitForHealthy(kExclusive, 8, 8), "after 100 flaps ending ACTIVE: 8 of 8 healthy");
-  writeFile(state, "1: DOWN\n");
+  writeTestFile(state, "1: DOWN\n");
   check(waitForHealthy(kExclusive, 7, 8), "a final DOWN is seen: 7 of 8 healthy");
   auto answer =
       kubelet_->allocate(kExclusive, {kubelet_->view().resources.at(kExclusive).devices[0].id()});
   check(answer.ok() || answer.error().message.find("nhealthy") != std::string::npos ||
             answer.error().message.find("unhealthy") != std::string::npos,
         "Allocate answers");
-  writeFile(state, "4: ACTIVE\n");
+  writeTestFile(state, "4: ACTIVE\n");
   check(waitForHealthy(kExclusive, 8, 8), "back ACTIVE: 8 of 8 healthy");
   finish("port-flap", kFlaps + 2);
 }
@@ -409,7 +388,8 @@ TEST_F(PluginFaultsTest, ConfigSwappedHundredTimesEverySecondInvalid) {
     publishSwap(swap);
     // One version at a time: the plugin must have judged this one before the next arrives.
     check(waitUntil(
-              [&] { return reloads("ok") - ok_before + reloads("error") - errors_before >= swap; }),
+              [&] { return reloads("ok") - ok_before + reloads("error") - errors_before >= swap; },
+              kDeadline),
           "version " + std::to_string(swap + 1) + " judged");
   }
   check(waitForHealthy(kExclusive, last_good_hcas, last_good_hcas),
@@ -439,11 +419,11 @@ TEST_F(PluginFaultsTest, ConfigSwappedHundredTimesEverySecondInvalid) {
 TEST_F(PluginFaultsTest, StateDirectoryReplacedByAFileKeepsServing) {
   startPlugin("a100-roce");
   ASSERT_TRUE(waitForHealthy(kShared, 128, 128));
-  ASSERT_TRUE(waitUntil([&] { return fs::exists(state_dir_ + "/topology.json"); }));
+  ASSERT_TRUE(waitUntil([&] { return fs::exists(state_dir_ + "/topology.json"); }, kDeadline));
   baseline();
   // Running as root, chmod 0555 does not stop writes: a file in the directory's place does.
   fs::remove_all(state_dir_);
-  writeFile(state_dir_, "not a directory\n");
+  writeTestFile(state_dir_, "not a directory\n");
   // Work that writes state: Allocate (nccl.conf) and a rediscovery (topology.json).
   auto answer = kubelet_->allocate(kShared, {"2"});
   check(answer.ok() || answer.error().message.find(state_dir_) != std::string::npos,
@@ -454,7 +434,7 @@ TEST_F(PluginFaultsTest, StateDirectoryReplacedByAFileKeepsServing) {
   check(waitForHealthy(kShared, 112, 112), "rediscovery without a state dir: 7 HCAs");
   fs::rename(tmp_.path() + "/parked", entry);
   check(waitForHealthy(kShared, 128, 128), "rediscovery again: 8 HCAs");
-  check(waitUntil([&] { return plugin_->logs().find(state_dir_) != std::string::npos; }),
+  check(waitUntil([&] { return plugin_->logs().find(state_dir_) != std::string::npos; }, kDeadline),
         "the failure to write state is reported in the logs");
   check(alive(), "still serving");
   finish("state-dir-unwritable", 3);
@@ -478,7 +458,7 @@ TEST_F(PluginFaultsTest, UnreadableSysfsEntriesAreSkipped) {
   check(waitForHealthy(kExclusive, 6), "unreadable port state while running: 6 healthy");
   fs::remove(node_ + "/sys/class/infiniband/mlx5_7/device/numa_node");
   fs::remove(state6);
-  writeFile(state6, "4: ACTIVE\n");
+  writeTestFile(state6, "4: ACTIVE\n");
   check(waitForHealthy(kExclusive, 7), "state readable again: 7 healthy");
   check(kubelet_->view().resources.at(kExclusive).devices.size() >= 7, "the rest are listed");
   finish("sysfs-unreadable", 3);

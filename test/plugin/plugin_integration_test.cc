@@ -14,6 +14,7 @@
 #include "test/plugin/kubelet_simulator.h"
 #include "test/plugin/plugin_process.h"
 #include "test/plugin/temp_dir.h"
+#include "test/plugin/test_files.h"
 
 namespace kube_rdma {
 namespace {
@@ -24,17 +25,6 @@ constexpr milliseconds kDeadline{10000};
 constexpr const char* kShared = "rdma/shared";
 constexpr const char* kExclusive = "example.com/hca";
 
-std::string readFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-void writeFile(const std::string& path, const std::string& text) {
-  std::ofstream(path, std::ios::trunc) << text;
-}
-
 // A ConfigMap volume: the file is a symlink through "..data", swapped atomically.
 class ConfigMapDir {
 public:
@@ -43,7 +33,7 @@ public:
   void publish(const std::string& text) {
     const std::string version = "..v" + std::to_string(++versions_);
     fs::create_directories(dir_ + "/" + version);
-    writeFile(dir_ + "/" + version + "/config.json", text);
+    writeTestFile(dir_ + "/" + version + "/config.json", text);
     fs::create_symlink(version, dir_ + "/..data_tmp");
     fs::rename(dir_ + "/..data_tmp", dir_ + "/..data");
     if (!fs::is_symlink(path())) {
@@ -108,18 +98,8 @@ protected:
   }
 
   // Files and log lines do not wake the simulator's waiters: look now and then.
-  bool waitUntil(const std::function<bool()>& condition) {
-    const auto deadline = std::chrono::steady_clock::now() + kDeadline;
-    while (!condition()) {
-      if (std::chrono::steady_clock::now() > deadline) {
-        return false;
-      }
-      std::this_thread::sleep_for(milliseconds(20));
-    }
-    return true;
-  }
   bool waitForLog(const std::string& text) {
-    return waitUntil([&] { return plugin_->logs().find(text) != std::string::npos; });
+    return waitUntil([&] { return plugin_->logs().find(text) != std::string::npos; }, kDeadline);
   }
 
   std::vector<std::string> deviceIds(const std::string& resource) {
@@ -158,7 +138,7 @@ TEST_F(PluginIntegrationTest, RegistersTheDefaultPoolOnTheA100NodeAndExitsCleanl
   EXPECT_EQ(view.resources.count("rdma/hca"), 0u); // no InfiniBand port on this node
   const std::string socket = view.resources.at(kShared).endpoint;
   EXPECT_TRUE(fs::exists(socket));
-  EXPECT_TRUE(waitUntil([&] { return fs::exists(state_dir_ + "/topology.json"); }));
+  EXPECT_TRUE(waitUntil([&] { return fs::exists(state_dir_ + "/topology.json"); }, kDeadline));
 
   auto exit_code = plugin_->terminate(kDeadline);
   ASSERT_TRUE(exit_code.ok()) << exit_code.error().message;
@@ -193,7 +173,7 @@ TEST_F(PluginIntegrationTest, AllocateGrantsTheEightDataNicsWithNcclSettingsAndC
   EXPECT_EQ(answer->mounts(0).container_path(), "/etc/nccl.conf");
   EXPECT_TRUE(answer->mounts(0).read_only());
   EXPECT_EQ(fs::path(answer->mounts(0).host_path()).parent_path(), fs::path(state_dir_));
-  const std::string conf = readFile(answer->mounts(0).host_path());
+  const std::string conf = readTestFile(answer->mounts(0).host_path());
   EXPECT_NE(conf.find("NCCL_IB_HCA==mlx5_1:1,"), std::string::npos) << conf;
 }
 
@@ -252,9 +232,9 @@ TEST_F(PluginIntegrationTest, PortDownAndBackIsSeenInListAndWatch) {
   startPlugin("a100-roce", {"--config", config.path()}, true);
   ASSERT_TRUE(waitForHealthy(kExclusive, 8, 8));
   const std::string state = node_ + "/sys/class/infiniband/mlx5_3/ports/1/state";
-  writeFile(state, "1: DOWN\n");
+  writeTestFile(state, "1: DOWN\n");
   ASSERT_TRUE(waitForHealthy(kExclusive, 7, 8));
-  writeFile(state, "4: ACTIVE\n");
+  writeTestFile(state, "4: ACTIVE\n");
   EXPECT_TRUE(waitForHealthy(kExclusive, 8, 8));
 }
 
@@ -263,11 +243,11 @@ TEST_F(PluginIntegrationTest, SharedPoolStaysHealthyUntilNoHcaIsUsable) {
   ASSERT_TRUE(waitForHealthy(kShared, 128));
   fs::remove(node_ + "/dev/infiniband/" + uverbsOf("mlx5_1"));
   for (int i = 2; i <= 8; ++i) {
-    writeFile(node_ + "/sys/class/infiniband/mlx5_" + std::to_string(i) + "/ports/1/state",
-              "1: DOWN\n");
+    writeTestFile(node_ + "/sys/class/infiniband/mlx5_" + std::to_string(i) + "/ports/1/state",
+                  "1: DOWN\n");
   }
   ASSERT_TRUE(waitForHealthy(kShared, 0, 128));
-  writeFile(node_ + "/sys/class/infiniband/mlx5_5/ports/1/state", "4: ACTIVE\n");
+  writeTestFile(node_ + "/sys/class/infiniband/mlx5_5/ports/1/state", "4: ACTIVE\n");
   ASSERT_TRUE(waitForHealthy(kShared, 128, 128));
   auto answer = kubelet_->allocate(kShared, {"0"});
   ASSERT_TRUE(answer.ok()) << answer.error().message;
@@ -337,7 +317,7 @@ TEST_F(PluginIntegrationTest, AReloadedConfigAppliesItsHealthAndResendIntervals)
   ASSERT_TRUE(waitForLog("config reloaded"));
 
   // The first 10 s health tick is still ahead: only the reloaded 50 ms period sees this in time.
-  writeFile(node_ + "/sys/class/infiniband/mlx5_3/ports/1/state", "1: DOWN\n");
+  writeTestFile(node_ + "/sys/class/infiniband/mlx5_3/ports/1/state", "1: DOWN\n");
   ASSERT_TRUE(kubelet_->waitFor(
       [](const KubeletView& v) { return v.resources.at(kExclusive).healthyCount() == 7; },
       milliseconds(5000)));
@@ -352,7 +332,7 @@ TEST_F(PluginIntegrationTest, CdiSpecIsWrittenAndAllocateNamesTheCdiDevices) {
   const std::string cdi_dir = tmp_.path() + "/cdi";
   startPlugin("a100-roce", {"--cdi", "--cdi-dir", cdi_dir});
   ASSERT_TRUE(waitForHealthy(kShared, 128));
-  const std::string spec = readFile(cdi_dir + "/kube-rdma.io-rdma_shared.json");
+  const std::string spec = readTestFile(cdi_dir + "/kube-rdma.io-rdma_shared.json");
   EXPECT_NE(spec.find("\"kind\": \"kube-rdma.io/rdma_shared\""), std::string::npos) << spec;
   EXPECT_NE(spec.find("/dev/infiniband/" + uverbsOf("mlx5_8")), std::string::npos) << spec;
   auto answer = kubelet_->allocate(kShared, {"0"});
@@ -367,7 +347,7 @@ TEST_F(PluginIntegrationTest, ServesThePluginWatcherWhenTheRegistryDirectoryExis
   registry_dir_ = tmp_.sub("plugins_registry");
   startPlugin("a100-roce");
   const std::string socket = registry_dir_ + "/kube-rdma-rdma_shared.sock";
-  ASSERT_TRUE(waitUntil([&] { return fs::exists(socket); }));
+  ASSERT_TRUE(waitUntil([&] { return fs::exists(socket); }, kDeadline));
   auto channel = grpc::CreateChannel("unix:" + socket, grpc::InsecureChannelCredentials());
   auto registration = pluginregistration::Registration::NewStub(channel);
   pluginregistration::PluginInfo info;
