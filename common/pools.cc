@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "common/gid_selection.h"
+#include "common/strings.h"
 
 namespace kube_rdma {
 namespace {
@@ -22,14 +23,6 @@ bool contains(const std::vector<std::string>& list, const std::string& value) {
 // The port's own netdev when known (RoCE: ndevs of GID 0), else the PCI function's netdevs.
 std::vector<std::string> portNetdevs(const RdmaDevice& device, const Port& port) {
   return port.netdev.empty() ? device.netdevs : std::vector<std::string>{port.netdev};
-}
-
-std::string join(const std::vector<std::string>& items) {
-  std::string out;
-  for (const auto& item : items) {
-    out += (out.empty() ? "" : ",") + item;
-  }
-  return out;
 }
 
 } // namespace
@@ -159,7 +152,8 @@ Result<NcclEnv> computeNcclSettings(const NodeTopology& topology, const NodePool
     }
   }
   if (active.empty()) {
-    return makeError("no ACTIVE port of pool " + pool.spec.resource_name + " on " + join(devices));
+    return makeError("no ACTIVE port of pool " + pool.spec.resource_name + " on " +
+                     joinStrings(devices, ","));
   }
   auto hca = renderIbHca(active);
   if (!hca.ok()) {
@@ -174,8 +168,8 @@ Result<NcclEnv> computeNcclSettings(const NodeTopology& topology, const NodePool
       env.emplace_back("NCCL_IB_GID_INDEX", std::to_string(*agreed));
     }
   }
-  env.emplace_back("KUBE_RDMA_DEVICES", join(devices));
-  env.emplace_back("KUBE_RDMA_NETDEVS", join(netdevs));
+  env.emplace_back("KUBE_RDMA_DEVICES", joinStrings(devices, ","));
+  env.emplace_back("KUBE_RDMA_NETDEVS", joinStrings(netdevs, ","));
   env.insert(env.end(), nccl.env.begin(), nccl.env.end());
   return env;
 }

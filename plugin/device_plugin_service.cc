@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "common/strings.h"
+
 namespace kube_rdma {
 namespace {
 
@@ -110,9 +112,9 @@ grpc::Status DevicePluginService::Allocate(grpc::ServerContext*,
           .counter("kube_rdma_plugin_allocations_total", "Allocate answers by outcome.",
                    {{"resource", resource}, {"outcome", "refused"}})
           .inc();
-      logger_.warn(
-          "Allocate refused",
-          {{"resource", resource}, {"ids", joinIds(ids)}, {"error", allocation.error().message}});
+      logger_.warn("Allocate refused", {{"resource", resource},
+                                        {"ids", joinStrings(ids, ", ")},
+                                        {"error", allocation.error().message}});
       return {grpc::StatusCode::INVALID_ARGUMENT, allocation.error().message};
     }
     toContainerAllocateResponse(*allocation, *response->add_container_responses());
@@ -120,7 +122,7 @@ grpc::Status DevicePluginService::Allocate(grpc::ServerContext*,
         .counter("kube_rdma_plugin_allocations_total", "Allocate answers by outcome.",
                  {{"resource", resource}, {"outcome", "granted"}})
         .inc();
-    logger_.info("Allocate granted", {{"resource", resource}, {"ids", joinIds(ids)}});
+    logger_.info("Allocate granted", {{"resource", resource}, {"ids", joinStrings(ids, ", ")}});
   }
   return grpc::Status::OK;
 }

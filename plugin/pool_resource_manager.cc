@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/strings.h"
 #include "plugin/preferred_allocation.h"
 
 namespace kube_rdma {
@@ -145,10 +146,10 @@ Result<ContainerAllocation> PoolResourceManager::allocate(const std::vector<std:
         message += " no device IDs requested";
       }
       if (!unknown.empty()) {
-        message += " unknown device IDs [" + joinIds(unknown) + "]";
+        message += " unknown device IDs [" + joinStrings(unknown, ", ") + "]";
       }
       if (!unhealthy.empty()) {
-        message += " unhealthy device IDs [" + joinIds(unhealthy) + "]";
+        message += " unhealthy device IDs [" + joinStrings(unhealthy, ", ") + "]";
       }
       store_.forceResend(); // the kubelet's view is stale: send it the list again
       return makeError(message);
@@ -166,7 +167,7 @@ Result<ContainerAllocation> PoolResourceManager::allocate(const std::vector<std:
   }
   auto env = computeNcclSettings(*topology, pool_, granted);
   if (!env) {
-    return makeError("cannot compute NCCL settings for " + joinIds(granted) + ": " +
+    return makeError("cannot compute NCCL settings for " + joinStrings(granted, ", ") + ": " +
                      env.error().message);
   }
   std::string conf_path;

@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "common/strings.h"
 #include "plugin/resource_manager.h"
 
 namespace kube_rdma {
@@ -36,7 +37,7 @@ choosePreferredAllocation(const std::vector<PlacedDevice>& devices,
     }
   }
   if (!unknown.empty()) {
-    return makeError("unknown device IDs in available_deviceIDs: " + joinIds(unknown));
+    return makeError("unknown device IDs in available_deviceIDs: " + joinStrings(unknown, ", "));
   }
   const std::set<std::string> available_set(available.begin(), available.end());
   std::vector<std::string> missing;
@@ -46,7 +47,8 @@ choosePreferredAllocation(const std::vector<PlacedDevice>& devices,
     }
   }
   if (!missing.empty()) {
-    return makeError("must_include_deviceIDs not in available_deviceIDs: " + joinIds(missing));
+    return makeError("must_include_deviceIDs not in available_deviceIDs: " +
+                     joinStrings(missing, ", "));
   }
   if (size < 0 || static_cast<size_t>(size) > available_set.size()) {
     return makeError("allocation_size " + std::to_string(size) + " is not between 0 and the " +

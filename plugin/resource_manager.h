@@ -53,15 +53,6 @@ struct ContainerAllocation {
   std::vector<std::string> cdi_devices; // fully qualified CDI names
 };
 
-// "a, b, c": device IDs in errors and logs.
-inline std::string joinIds(const std::vector<std::string>& ids) {
-  std::string out;
-  for (const auto& id : ids) {
-    out += (out.empty() ? "" : ", ") + id;
-  }
-  return out;
-}
-
 class ResourceManager {
 public:
   virtual ~ResourceManager() = default;

@@ -4,6 +4,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "common/strings.h"
+
 namespace kube_rdma {
 namespace {
 
@@ -15,14 +17,6 @@ std::string bytesText(uint64_t bytes) {
     return std::to_string(bytes >> 20) + " MiB";
   }
   return std::to_string(bytes >> 10) + " KiB";
-}
-
-std::string listText(const std::vector<std::string>& items) {
-  std::string out;
-  for (const auto& item : items) {
-    out += (out.empty() ? "" : ", ") + item;
-  }
-  return out;
 }
 
 const std::string* envValue(const NcclEnv& env, const std::string& name) {
@@ -54,7 +48,7 @@ Check portsActive(const NodeTopology& topo) {
     return {"ports-active", Verdict::kOk,
             std::to_string(total) + " of " + std::to_string(total) + " ports ACTIVE", ""};
   }
-  return {"ports-active", Verdict::kFail, listText(bad),
+  return {"ports-active", Verdict::kFail, joinStrings(bad, ", "),
           "check the cable and the switch port (ibstat, ip link); NCCL skips ports that are not "
           "ACTIVE and the device plugin reports them Unhealthy"};
 }
@@ -85,7 +79,7 @@ Check roceGids(const NodeTopology& topo) {
     return {"roce-gids", Verdict::kOk,
             "every RoCE port (" + std::to_string(roce) + ") has a RoCE v2 IPv4 GID", ""};
   }
-  return {"roce-gids", Verdict::kFail, "no RoCE v2 IPv4 GID on " + listText(missing),
+  return {"roce-gids", Verdict::kFail, "no RoCE v2 IPv4 GID on " + joinStrings(missing, ", "),
           "give the port's netdev an IPv4 address (the kernel then adds v1/v2 GIDs); NCCL 2.21+ "
           "picks the lowest-index RoCE v2 IPv4 GID and otherwise falls back to the link-local v1 "
           "GID at index 0, which does not route"};
@@ -104,7 +98,7 @@ Check uverbsNodes(const DoctorInput& in) {
     return {"uverbs-nodes", Verdict::kOk,
             "every device's uverbs node is present under " + in.dev_root + "/infiniband", ""};
   }
-  return {"uverbs-nodes", Verdict::kFail, "missing: " + listText(missing),
+  return {"uverbs-nodes", Verdict::kFail, "missing: " + joinStrings(missing, ", "),
           "libibverbs (and so NCCL) hides a device whose /dev/infiniband/uverbsN is absent; in a "
           "pod, request rdma/hca or rdma/shared so the device plugin mounts the nodes"};
 }
@@ -152,7 +146,7 @@ Check ibHca(const NodeTopology& topo, const std::string& value) {
     verdict = Verdict::kFail;
   }
   for (const auto& [entry, devices] : sel.over_matches) {
-    problems.push_back("prefix \"" + entry + "\" also matches " + listText(devices));
+    problems.push_back("prefix \"" + entry + "\" also matches " + joinStrings(devices, ", "));
     verdict = std::max(verdict, Verdict::kWarn);
   }
   for (const auto& note : list.notes) {
@@ -160,7 +154,8 @@ Check ibHca(const NodeTopology& topo, const std::string& value) {
     verdict = std::max(verdict, Verdict::kWarn);
   }
   if (!list.dropped.empty()) {
-    problems.push_back("entries past NCCL's 32-entry limit are ignored: " + listText(list.dropped));
+    problems.push_back("entries past NCCL's 32-entry limit are ignored: " +
+                       joinStrings(list.dropped, ", "));
     verdict = std::max(verdict, Verdict::kWarn);
   }
   if (sel.selected.empty()) {
@@ -172,8 +167,8 @@ Check ibHca(const NodeTopology& topo, const std::string& value) {
     selected.push_back(hp.device + ":" + std::to_string(hp.port));
   }
   const std::string detail = "NCCL_IB_HCA=" + value + " selects " +
-                             (selected.empty() ? "nothing" : listText(selected)) +
-                             (problems.empty() ? "" : "; " + listText(problems));
+                             (selected.empty() ? "nothing" : joinStrings(selected, ", ")) +
+                             (problems.empty() ? "" : "; " + joinStrings(problems, ", "));
   return {"nccl-ib-hca", verdict, detail,
           verdict == Verdict::kOk ? ""
                                   : "use exact names with ports, e.g. \"=mlx5_1:1,mlx5_2:1\" "
@@ -221,7 +216,7 @@ Check gidIndex(const NodeTopology& topo, const NcclEnv& env, const std::string& 
                 "port (" + std::to_string(checked) + ")",
             ""};
   }
-  return {"nccl-ib-gid-index", Verdict::kFail, listText(bad),
+  return {"nccl-ib-gid-index", Verdict::kFail, joinStrings(bad, ", "),
           "unset NCCL_IB_GID_INDEX (NCCL 2.21+ picks per port) or set the index `rdmactl gids` "
           "shows as v2 with an IPv4 address on every port"};
 }
@@ -237,11 +232,11 @@ Check socketIfname(const std::vector<std::string>& interfaces, const std::string
   if (selected.empty()) {
     return {"nccl-socket-ifname", Verdict::kFail,
             "NCCL_SOCKET_IFNAME=" + value +
-                " matches no interface (interfaces: " + listText(interfaces) + ")",
+                " matches no interface (interfaces: " + joinStrings(interfaces, ", ") + ")",
             "NCCL finds no bootstrap interface and fails; use the pod's interface, e.g. \"=eth0\""};
   }
   return {"nccl-socket-ifname", Verdict::kOk,
-          "NCCL_SOCKET_IFNAME=" + value + " selects " + listText(selected), ""};
+          "NCCL_SOCKET_IFNAME=" + value + " selects " + joinStrings(selected, ", "), ""};
 }
 
 } // namespace
@@ -281,7 +276,8 @@ std::vector<Check> runDoctor(const DoctorInput& in) {
     names.push_back(name + "=" + value);
   }
   checks.push_back({"nccl-env", Verdict::kOk,
-                    names.empty() ? "no NCCL_* variables set" : "set: " + listText(names), ""});
+                    names.empty() ? "no NCCL_* variables set" : "set: " + joinStrings(names, ", "),
+                    ""});
   if (const auto* v = envValue(in.nccl_env, "NCCL_IB_DISABLE"); v && *v == "1") {
     checks.push_back({"nccl-ib-disable", Verdict::kFail,
                       "NCCL_IB_DISABLE=1: NCCL does not use InfiniBand/RoCE and falls back to "

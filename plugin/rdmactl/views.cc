@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "common/pools.h"
+#include "common/strings.h"
 #include "common/topology.h"
 
 namespace kube_rdma {
@@ -22,14 +23,6 @@ nlohmann::json numaJson(const std::optional<int>& numa) {
 std::string netdevState(const NetdevStates& states, const std::string& netdev) {
   const auto it = states.find(netdev);
   return it == states.end() ? "Unknown" : it->second;
-}
-
-std::string joined(const std::vector<std::string>& items, const char* sep) {
-  std::string out;
-  for (const auto& item : items) {
-    out += (out.empty() ? "" : sep) + item;
-  }
-  return out;
 }
 
 } // namespace
@@ -63,7 +56,7 @@ std::string renderDevicesText(const NodeTopology& topology, const NetdevStates& 
     out << "GPU " << gpu.pci_address << " " << gpu.device_id << "  numa " << numaText(gpu.numa_node)
         << "  closest HCA: "
         << (closest.empty() ? "none"
-                            : joined(closest, ",") + " (" +
+                            : joinStrings(closest, ",") + " (" +
                                   toString(pathType(gpu, *topology.findDevice(closest[0]))) + ")")
         << "\n";
   }
@@ -139,7 +132,7 @@ Result<std::vector<GidRow>> gidRows(const NodeTopology& topology, const std::str
       known.push_back(d.name);
     }
     return makeError("no RDMA device \"" + device +
-                     "\" (devices: " + (known.empty() ? "none" : joined(known, ", ")) + ")");
+                     "\" (devices: " + (known.empty() ? "none" : joinStrings(known, ", ")) + ")");
   }
   std::vector<GidRow> rows;
   for (const auto& d : topology.devices) {
@@ -197,8 +190,8 @@ Result<PoolNcclEnv> poolNcclEnv(const NodeTopology& topology, const PluginConfig
   }
   if (chosen == nullptr) {
     return makeError(pool.empty()
-                         ? "no pool has HCAs on this node (pools: " + joined(known, ", ") + ")"
-                         : "no pool \"" + pool + "\" (pools: " + joined(known, ", ") + ")");
+                         ? "no pool has HCAs on this node (pools: " + joinStrings(known, ", ") + ")"
+                         : "no pool \"" + pool + "\" (pools: " + joinStrings(known, ", ") + ")");
   }
   if (chosen->hcas.empty()) {
     return makeError("pool " + chosen->spec.resource_name + " has no HCAs on this node");

@@ -1,0 +1,13 @@
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kube_rdma {
+
+// "a,b,c" from {"a", "b", "c"} with separator ","; "" for no items. For lists in messages,
+// logs and environment values.
+std::string joinStrings(const std::vector<std::string>& items, std::string_view separator);
+
+} // namespace kube_rdma
