@@ -13,7 +13,7 @@ namespace {
 constexpr uint32_t kRtfUp = 0x0001;
 constexpr uint32_t kRtfReject = 0x0200;
 // Route tables of large hosts run to thousands of lines.
-constexpr size_t kMaxRouteFileBytes = 16 * 1024 * 1024;
+constexpr size_t kMaxRouteFileBytes = size_t{16} * 1024 * 1024;
 
 std::vector<std::string_view> splitFields(std::string_view line) {
   std::vector<std::string_view> fields;

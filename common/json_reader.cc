@@ -288,7 +288,7 @@ std::string ObjectReader::requiredEnum(const std::string& key,
 
 std::string ObjectReader::optionalEnum(const std::string& key,
                                        const std::vector<std::string>& allowed,
-                                       std::string fallback) {
+                                       const std::string& fallback) {
   const json* v = lookup(key, false);
   return v == nullptr ? fallback : enumValue(*v, key, allowed).value_or(fallback);
 }

@@ -80,7 +80,7 @@ public:
   // A string that must be one of `allowed` (compared exactly).
   std::string requiredEnum(const std::string& key, const std::vector<std::string>& allowed);
   std::string optionalEnum(const std::string& key, const std::vector<std::string>& allowed,
-                           std::string fallback);
+                           const std::string& fallback);
 
   // The raw value for fields with several shapes (a number or "auto"); marks the key as known.
   // nullptr when absent.

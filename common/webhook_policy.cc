@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstddef>
 #include <cstdlib>
 #include <set>
 #include <utility>
@@ -226,9 +227,9 @@ Result<double> parseQuantity(const std::string& text) {
       ++exp_pos;
     }
     const bool all_digits =
-        exp_pos < suffix.size() && std::all_of(suffix.begin() + exp_pos, suffix.end(), [](char c) {
-          return std::isdigit(static_cast<unsigned char>(c));
-        });
+        exp_pos < suffix.size() &&
+        std::all_of(suffix.begin() + static_cast<std::ptrdiff_t>(exp_pos), suffix.end(),
+                    [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
     if (all_digits && suffix.size() - exp_pos <= 3) {
       return number * std::pow(10.0, std::atoi(suffix.c_str() + 1));
     }

@@ -1,5 +1,7 @@
 #include "plugin/device_list_store.h"
 
+#include <utility>
+
 namespace kube_rdma {
 
 bool DeviceListStore::publish(std::vector<PluginDevice> devices) {
@@ -40,7 +42,8 @@ DeviceList DeviceListStore::current() const {
 DeviceList DeviceListStore::waitForChange(uint64_t seen, std::chrono::milliseconds timeout,
                                           std::stop_token stop) const {
   std::unique_lock<std::mutex> lock(mutex_);
-  changed_.wait_for(lock, stop, timeout, [&] { return list_.version != seen || list_.closed; });
+  changed_.wait_for(lock, std::move(stop), timeout,
+                    [&] { return list_.version != seen || list_.closed; });
   return list_;
 }
 

@@ -1,6 +1,7 @@
 #include "plugin/metrics_server.h"
 
 #include <charconv>
+#include <utility>
 
 #include <httplib.h>
 
@@ -23,14 +24,16 @@ Result<std::unique_ptr<MetricsServer>> MetricsServer::start(const std::string& a
     return makeError("--metrics-address '" + address + "' has no valid port");
   }
   auto server = std::make_unique<httplib::Server>();
-  server->Get("/metrics", [render](const httplib::Request&, httplib::Response& res) {
-    res.set_content(render(), "text/plain; version=0.0.4; charset=utf-8");
-  });
-  server->Get("/healthz", [health](const httplib::Request&, httplib::Response& res) {
-    auto status = health();
-    res.status = status ? 200 : 503;
-    res.set_content(status ? *status : status.error().message, "text/plain");
-  });
+  server->Get("/metrics",
+              [render = std::move(render)](const httplib::Request&, httplib::Response& res) {
+                res.set_content(render(), "text/plain; version=0.0.4; charset=utf-8");
+              });
+  server->Get("/healthz",
+              [health = std::move(health)](const httplib::Request&, httplib::Response& res) {
+                auto status = health();
+                res.status = status ? 200 : 503;
+                res.set_content(status ? *status : status.error().message, "text/plain");
+              });
   const int bound =
       port == 0 ? server->bind_to_any_port(host) : (server->bind_to_port(host, port) ? port : -1);
   if (bound < 0) {

@@ -263,10 +263,9 @@ void PluginManager::registerPending(std::unique_lock<std::mutex>& lock) {
       continue;
     }
     attempt.ok = true;
-    const auto ms = std::chrono::duration_cast<std::chrono::microseconds>(
-                        std::chrono::steady_clock::now() - started)
-                        .count() /
-                    1000.0;
+    const auto us = std::chrono::duration_cast<std::chrono::microseconds>(
+        std::chrono::steady_clock::now() - started);
+    const double ms = static_cast<double>(us.count()) / 1000.0;
     logger_.info(
         "registered with the kubelet",
         {{"resource", name}, {"mode", toString(mode_)}, {"register_ms", std::to_string(ms)}});
@@ -364,7 +363,7 @@ void PluginManager::onHealthSample(const NodeHealthView& view) {
   }
 }
 
-void PluginManager::run(std::stop_token stop) {
+void PluginManager::run(const std::stop_token& stop) {
   std::unique_lock<std::mutex> lock(mutex_);
   registerPending(lock);
   writeTopologyState(*topology_); // after registering: fsync is slow and nothing waits for it

@@ -40,7 +40,7 @@ public:
   // run(), which must follow.
   Status start();
   // The event loop; returns once `stop` is requested, with every socket removed.
-  void run(std::stop_token stop);
+  void run(const std::stop_token& stop);
 
   std::string renderMetrics() const;
   Result<std::string> healthz() const;

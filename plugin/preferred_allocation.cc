@@ -99,6 +99,7 @@ choosePreferredAllocation(const std::vector<PlacedDevice>& devices,
     candidates.erase(best);
   }
   std::vector<std::string> ids;
+  ids.reserve(chosen.size());
   for (const auto* d : chosen) {
     ids.push_back(d->id);
   }

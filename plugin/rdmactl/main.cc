@@ -8,6 +8,7 @@
 #include <string>
 #include <sys/resource.h>
 #include <sys/statvfs.h>
+#include <unistd.h> // environ (declared under _GNU_SOURCE, which g++ and clang++ define)
 #include <vector>
 
 #include "common/log.h"
@@ -17,8 +18,6 @@
 #include "plugin/rdmactl/cli.h"
 #include "plugin/rdmactl/doctor.h"
 #include "plugin/rdmactl/views.h"
-
-extern char** environ;
 
 namespace kube_rdma {
 namespace {
