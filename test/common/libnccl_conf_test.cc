@@ -4,7 +4,7 @@
 // fresh and the test process never loads NCCL.
 #include <dlfcn.h>
 #include <sys/wait.h>
-#include <unistd.h>
+#include <unistd.h> // environ (declared under _GNU_SOURCE, which g++ and clang++ define)
 
 #include <cstdlib>
 #include <filesystem>
@@ -15,8 +15,6 @@
 #include <nlohmann/json.hpp>
 
 #include "common/nccl_settings.h"
-
-extern char** environ;
 
 namespace kube_rdma {
 namespace {
@@ -50,7 +48,7 @@ protected:
   void TearDown() override { fs::remove_all(dir_); }
 
   fs::path writeConf(const std::string& text) {
-    const fs::path path = dir_ / "nccl.conf";
+    fs::path path = dir_ / "nccl.conf";
     std::ofstream(path, std::ios::binary) << text;
     return path;
   }
@@ -192,6 +190,7 @@ TEST_F(LibNcclConf, ParseNcclConfPredictsWhatNcclSets) {
     first_wins.emplace(name, value);
   }
   std::vector<std::string> names;
+  names.reserve(first_wins.size());
   for (const auto& [name, value] : first_wins) {
     names.push_back(name);
   }

@@ -60,6 +60,7 @@ std::vector<EnvOrigin> finalEnvironment(const NcclEnv& user, const NcclEnv& patc
     }
   }
   std::vector<EnvOrigin> out;
+  out.reserve(result.size());
   for (auto& [name, entry] : result) {
     out.push_back(std::move(entry));
   }

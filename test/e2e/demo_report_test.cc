@@ -30,6 +30,7 @@ TEST(FinalEnvironment, PodSpecBeatsAllocateAndNcclConfFillsOnlyWhatNeitherSets) 
   const auto rows = finalEnvironment(user, patched, node, conf, "NCCL_");
 
   std::vector<std::string> names;
+  names.reserve(rows.size());
   for (const EnvOrigin& e : rows) {
     names.push_back(e.name);
   }

@@ -38,7 +38,7 @@ constexpr long kFdSlack = 4;
 // gRPC grows its thread pools on demand (seen: 22 -> 25 after 20 restarts); a leak would scale
 // with the number of faults, which is 5 to 100 per case.
 constexpr long kThreadSlack = 4;
-constexpr long kRssSlackKib = 16 * 1024;
+constexpr long kRssSlackKib = 16L * 1024;
 
 // What leaks show up in: open fds, threads and resident memory of the plugin process.
 struct ProcessFigures {

@@ -50,7 +50,9 @@ struct Stats {
 };
 Stats stats(std::vector<double> v) {
   std::sort(v.begin(), v.end());
-  auto at = [&](double q) { return v[std::min(v.size() - 1, static_cast<size_t>(q * v.size()))]; };
+  auto at = [&](double q) {
+    return v[std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())))];
+  };
   return {at(0.5), at(0.99), v.back()};
 }
 
@@ -304,8 +306,8 @@ int run(int idle_seconds, int rounds, int calls, const std::string& self) {
   std::printf("kubelet restart until re-registered (both pools), %d restarts: median %.1f ms, "
               "max %.1f ms\n",
               rounds, re.p50 / 1000, re.max / 1000);
-  std::printf("idle RSS: plugin %.1f MiB | reference echo server %.1f MiB\n", plugin_rss / 1024.0,
-              echo_rss / 1024.0);
+  std::printf("idle RSS: plugin %.1f MiB | reference echo server %.1f MiB\n",
+              static_cast<double>(plugin_rss) / 1024.0, static_cast<double>(echo_rss) / 1024.0);
   std::printf("idle CPU over %d s, utime+stime: plugin %.3f%% of a core | reference echo server "
               "%.3f%%\n",
               idle_seconds, plugin_cpu, echo_cpu);

@@ -18,6 +18,7 @@ Result<std::unique_ptr<PluginProcess>> PluginProcess::start(const std::string& b
   std::vector<std::string> argv_storage{binary};
   argv_storage.insert(argv_storage.end(), args.begin(), args.end());
   std::vector<char*> argv;
+  argv.reserve(argv_storage.size() + 1);
   for (auto& a : argv_storage) {
     argv.push_back(a.data());
   }
