@@ -29,6 +29,7 @@
 #include "test/plugin/plugin_process.h"
 #include "test/webhook/admission_test_support.h"
 #include "test/plugin/temp_dir.h"
+#include "test/sanitizers.h"
 
 namespace kube_rdma {
 namespace {
@@ -49,17 +50,6 @@ constexpr long kMemoryGrowthBoundKiB = 64 * 1024;
 // the server starts one per connection beyond its 64 core threads. A thread with its connection
 // costs about 55 KiB (docs/webhook.md), 96 allowed. Under ASan (scripts/test.sh) a thread's first
 // requests also map its fake stack and shadow: 1-8 MiB each.
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kAddressSanitizer = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kAddressSanitizer = true;
-#else
-constexpr bool kAddressSanitizer = false;
-#endif
-#else
-constexpr bool kAddressSanitizer = false;
-#endif
 constexpr long kThreadBudgetKiB = kAddressSanitizer ? 8 * 1024 : 96;
 
 std::string readText(const fs::path& path) {
