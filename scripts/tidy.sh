@@ -21,7 +21,8 @@ if [[ $# -gt 0 ]]; then
   files=("$@")
 else
   # Sources the build compiles, minus what protoc generated into the build directory.
-  mapfile -t files < <(jq -r '.[].file' "$build_dir/compile_commands.json" |
+  mapfile -t files < <(python3 -c 'import json, sys
+for entry in json.load(open(sys.argv[1])): print(entry["file"])' "$build_dir/compile_commands.json" |
     grep -v "/$build_dir/" | sort -u)
 fi
 if [[ ${#files[@]} -eq 0 ]]; then

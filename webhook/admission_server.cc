@@ -108,7 +108,7 @@ void AdmissionServer::routes() {
       [this](const httplib::Request& req, httplib::Response& res, std::exception_ptr error) {
         std::string what = "unknown error";
         try {
-          std::rethrow_exception(error);
+          std::rethrow_exception(std::move(error));
         } catch (const std::exception& e) {
           what = e.what();
         } catch (...) {

@@ -35,7 +35,7 @@ struct ServerOptions {
   int listen_backlog = 1024;
   std::chrono::milliseconds idle_thread_timeout{10000};
   // The API server caps requests at 3 MiB; twice that, like Istio.
-  size_t max_body_bytes = 6 * 1024 * 1024;
+  size_t max_body_bytes = size_t{6} * 1024 * 1024;
   // Below the MutatingWebhookConfiguration's timeoutSeconds (5 in manifests/).
   std::chrono::milliseconds read_timeout{3000};
   std::chrono::milliseconds write_timeout{3000};

@@ -265,7 +265,7 @@ bool isOurShmVolume(const json& volume) {
 // volume of the pod uses. Adds the volume when it is not there yet.
 std::string ensureShmVolume(json& volumes, const std::string& size_limit) {
   for (int suffix = 0;; ++suffix) {
-    const std::string name =
+    std::string name =
         suffix == 0 ? kShmVolumeName : std::string(kShmVolumeName) + "-" + std::to_string(suffix);
     auto it = std::find_if(volumes.begin(), volumes.end(),
                            [&name](const json& v) { return stringMember(v, "name") == name; });
@@ -521,6 +521,7 @@ MutationResult mutate(const json& pod, const std::string& request_namespace,
     }
   }
   std::vector<const json*> rdma;
+  rdma.reserve(slots.size());
   for (const Slot& slot : slots) {
     rdma.push_back(&slot.container);
   }
