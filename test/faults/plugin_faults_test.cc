@@ -71,22 +71,6 @@ ProcessFigures figuresOf(pid_t pid) {
   return figures;
 }
 
-// A loopback port nobody listens on now, for --metrics-address.
-int freeLoopbackPort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof(address);
-  int port = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0) {
-    port = ntohs(address.sin_port);
-  }
-  ::close(fd);
-  return port;
-}
-
 std::string exclusiveConfig(const std::string& device_glob) {
   return R"({"version": "v1", "pools": [{"resourceName": "example.com/hca", "mode": "exclusive",
      "selector": {"linkLayer": "Ethernet", "deviceNames": [")" +

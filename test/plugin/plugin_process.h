@@ -34,4 +34,8 @@ private:
 };
 using PluginProcessPtr = std::unique_ptr<PluginProcess>;
 
+// A loopback TCP port nobody listens on now (0 when none could be found), for a child's
+// listen address.
+int freeLoopbackPort();
+
 } // namespace kube_rdma
