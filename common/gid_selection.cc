@@ -53,30 +53,30 @@ Result<Cidr> parseCidr(std::string_view text) {
   return out;
 }
 
+bool gidQualifies(const GidEntry& entry, const GidSelectionPolicy& policy) {
+  if (entry.type != policy.roce_version) {
+    return false;
+  }
+  auto gid = parseGid(entry.gid);
+  if (!gid.ok() || isZero(*gid) || isLinkLocal(*gid)) {
+    return false;
+  }
+  const GidFamily family = ipv4Of(*gid) ? GidFamily::kIPv4 : GidFamily::kIPv6;
+  if (family != policy.family) {
+    return false;
+  }
+  return !policy.range || (policy.range->family == family && inRange(*gid, *policy.range));
+}
+
 std::optional<uint32_t> selectGidIndex(const Port& port, const GidSelectionPolicy& policy) {
   if (port.link_layer != LinkLayer::kEthernet) {
     return std::nullopt;
   }
   std::optional<uint32_t> best;
   for (const auto& entry : port.gids) {
-    if (best && entry.index >= *best) {
-      continue;
+    if ((!best || entry.index < *best) && gidQualifies(entry, policy)) {
+      best = entry.index;
     }
-    if (entry.type != policy.roce_version) {
-      continue;
-    }
-    auto gid = parseGid(entry.gid);
-    if (!gid.ok() || isZero(*gid) || isLinkLocal(*gid)) {
-      continue;
-    }
-    const GidFamily family = ipv4Of(*gid) ? GidFamily::kIPv4 : GidFamily::kIPv6;
-    if (family != policy.family) {
-      continue;
-    }
-    if (policy.range && (policy.range->family != family || !inRange(*gid, *policy.range))) {
-      continue;
-    }
-    best = entry.index;
   }
   return best;
 }

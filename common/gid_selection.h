@@ -38,6 +38,10 @@ struct GidSelectionPolicy {
   bool operator==(const GidSelectionPolicy&) const = default;
 };
 
+// Whether NCCL's rule would take this entry of a RoCE port's table (the lowest-index one that
+// qualifies is the one it picks).
+bool gidQualifies(const GidEntry& entry, const GidSelectionPolicy& policy);
+
 // The GID index NCCL picks on this port, or nullopt when nothing qualifies (NCCL then falls back to
 // index 0, the link-local RoCE v1 GID) or the port is not a RoCE (Ethernet) port.
 std::optional<uint32_t> selectGidIndex(const Port& port, const GidSelectionPolicy& policy);

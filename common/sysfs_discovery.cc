@@ -206,7 +206,18 @@ std::string portNetdev(const Port& port, const std::vector<NetdevInfo>& netdevs)
   return candidates.size() == 1 ? candidates.front()->name : "";
 }
 
-void readGids(int port_fd, const std::string& rel, GidTables tables, Port& port,
+// True once every policy of a kUntilSelected scan has met an entry it would pick: a later index
+// can no longer change any choice, since NCCL's rule takes the lowest.
+bool everyChoiceFound(const GidScan& scan, std::vector<bool>& found, const GidEntry& entry) {
+  bool all = true;
+  for (size_t i = 0; i < scan.selecting.size(); ++i) {
+    found[i] = found[i] || gidQualifies(entry, scan.selecting[i]);
+    all = all && found[i];
+  }
+  return all;
+}
+
+void readGids(int port_fd, const std::string& rel, const GidScan& scan, Port& port,
               Warnings& warnings) {
   const auto names = listDir(port_fd, "gids");
   if (!names) {
@@ -218,9 +229,13 @@ void readGids(int port_fd, const std::string& rel, GidTables tables, Port& port,
   DirFd types(port_fd, "gid_attrs/types");
   DirFd ndevs(port_fd, "gid_attrs/ndevs");
   char name[16];
+  const bool first_only =
+      scan.tables == GidTables::kFirstOnly ||
+      (scan.tables == GidTables::kUntilSelected && port.link_layer != LinkLayer::kEthernet);
   // GID 0 alone still names the port's netdev (RoCE ndevs, IB port GUID).
   const uint32_t count =
-      tables == GidTables::kRead ? port.gid_table_len : std::min<uint32_t>(port.gid_table_len, 1);
+      first_only ? std::min<uint32_t>(port.gid_table_len, 1) : port.gid_table_len;
+  std::vector<bool> found(scan.selecting.size(), false);
   for (uint32_t i = 0; i < count; ++i) {
     const auto [end, ec] = std::to_chars(name, name + sizeof(name) - 1, i);
     *end = '\0';
@@ -254,10 +269,14 @@ void readGids(int port_fd, const std::string& rel, GidTables tables, Port& port,
       entry.netdev = std::move(*ndev);
     }
     port.gids.push_back(std::move(entry));
+    if (scan.tables == GidTables::kUntilSelected &&
+        everyChoiceFound(scan, found, port.gids.back())) {
+      break;
+    }
   }
 }
 
-Port readPort(int ports_fd, const std::string& rel, uint32_t number, GidTables tables,
+Port readPort(int ports_fd, const std::string& rel, uint32_t number, const GidScan& scan,
               Warnings& warnings) {
   Port port;
   port.number = number;
@@ -278,7 +297,7 @@ Port readPort(int ports_fd, const std::string& rel, uint32_t number, GidTables t
     }
   }
   readParsed(fd.get(), rel, "lid", warnings, parseLid, port.lid);
-  readGids(fd.get(), rel, tables, port, warnings);
+  readGids(fd.get(), rel, scan, port, warnings);
   return port;
 }
 
@@ -331,7 +350,7 @@ void readPciFacts(int dev_fd, const std::string& rel, const std::string& resolve
 }
 
 std::optional<RdmaDevice> readDevice(int class_fd, const std::string& resolved_root,
-                                     const std::string& name, GidTables tables,
+                                     const std::string& name, const GidScan& scan,
                                      Warnings& warnings) {
   const std::string rel = "class/infiniband/" + name;
   DirFd dev(class_fd, name);
@@ -367,7 +386,7 @@ std::optional<RdmaDevice> readDevice(int class_fd, const std::string& resolved_r
   DirFd ports(dev.get(), "ports");
   std::vector<NetdevInfo> netdevs;
   for (uint32_t n : numbers) {
-    Port port = readPort(ports.get(), rel + "/ports/" + std::to_string(n), n, tables, warnings);
+    Port port = readPort(ports.get(), rel + "/ports/" + std::to_string(n), n, scan, warnings);
     if (netdevs.empty() && !netdev_names.empty()) {
       netdevs = readNetdevs(fn.get(), netdev_names);
     }
@@ -457,7 +476,7 @@ bool naturalLess(const std::string& a, const std::string& b) {
   return a < b;
 }
 
-NodeTopology discoverFromSysfs(const DiscoveryRoots& roots, GidTables tables) {
+NodeTopology discoverFromSysfs(const DiscoveryRoots& roots, const GidScan& scan) {
   NodeTopology topo;
   topo.source = "sysfs";
   Warnings warnings(topo.warnings);
@@ -477,7 +496,7 @@ NodeTopology discoverFromSysfs(const DiscoveryRoots& roots, GidTables tables) {
     auto names = listDir(klass.get(), ".").value_or(std::vector<std::string>{});
     std::sort(names.begin(), names.end(), naturalLess);
     for (const auto& name : names) {
-      if (auto device = readDevice(klass.get(), resolved_root, name, tables, warnings)) {
+      if (auto device = readDevice(klass.get(), resolved_root, name, scan, warnings)) {
         topo.devices.push_back(std::move(*device));
       }
     }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common/device_model.h"
+#include "common/gid_selection.h"
 
 // Discovery of RDMA devices, their ports and GID tables, NVIDIA GPUs and the management NIC from
 // sysfs and procfs in the kernel's formats (reference/rdma-nccl.md §3), under configurable roots
@@ -23,10 +24,22 @@ struct DiscoveryRoots {
 // DiscoveryWarning naming the path; a GID attribute that reads with an error (the kernel's EINVAL
 // for unused entries and IB netdevs) is normal and not a warning.
 //
-// GidTables::kFirstOnly reads only GID 0 of each port (enough to name its netdev), for callers
-// that take the tables from libibverbs; gid_table_len is still the full table's length.
-enum class GidTables { kRead, kFirstOnly };
-NodeTopology discoverFromSysfs(const DiscoveryRoots& roots, GidTables tables = GidTables::kRead);
+// How much of each port's GID table is read: the tables are the bulk of sysfs discovery (up to
+// 256 entries per port, three files each). gid_table_len is always the full table's length.
+enum class GidTables {
+  kRead,          // every entry
+  kUntilSelected, // a RoCE port's entries in index order until every policy in GidScan::selecting
+                  // has met the entry NCCL's rule picks (gidQualifies), or the end of the table;
+                  // GID 0 only of an InfiniBand port. selectGidIndex answers as with kRead.
+  kFirstOnly,     // GID 0 alone (it still names the port's netdev), for callers that take the
+                  // tables from libibverbs
+};
+struct GidScan {
+  GidTables tables = GidTables::kRead;
+  std::vector<GidSelectionPolicy> selecting; // kUntilSelected only
+  bool operator==(const GidScan&) const = default;
+};
+NodeTopology discoverFromSysfs(const DiscoveryRoots& roots, const GidScan& scan = {});
 
 // The fast health path: one port's state as it is now.
 struct PortStateSample {

@@ -186,26 +186,26 @@ NodeTopology mergeSysfsFacts(VerbsScan verbs, NodeTopology sysfs) {
 }
 
 NodeTopology discoverNode(const DiscoveryRoots& roots, Logger& logger, VerbsDeviceSource& source,
-                          GidTables sysfs_tables) {
+                          const GidScan& sysfs_gids) {
   if (roots.sysfs_root != source.sysfsRoot()) {
     logger.info("discovery from sysfs: the sysfs root is not the one libibverbs reads",
                 {{"sysfs_root", roots.sysfs_root}, {"libibverbs_root", source.sysfsRoot()}});
-    return discoverFromSysfs(roots, sysfs_tables);
+    return discoverFromSysfs(roots, sysfs_gids);
   }
   auto scan = source.scan();
   if (!scan || scan->devices.empty()) {
     logger.info("no RDMA devices via libibverbs; discovery from sysfs",
                 {{"reason", scan ? "libibverbs lists no devices" : scan.error().message},
                  {"sysfs_root", roots.sysfs_root}});
-    return discoverFromSysfs(roots, sysfs_tables);
+    return discoverFromSysfs(roots, sysfs_gids);
   }
   logger.info("discovery via libibverbs", {{"devices", std::to_string(scan->devices.size())}});
-  return mergeSysfsFacts(std::move(*scan), discoverFromSysfs(roots, GidTables::kFirstOnly));
+  return mergeSysfsFacts(std::move(*scan), discoverFromSysfs(roots, {GidTables::kFirstOnly, {}}));
 }
 
-NodeTopology discoverNode(const DiscoveryRoots& roots, Logger& logger, GidTables sysfs_tables) {
+NodeTopology discoverNode(const DiscoveryRoots& roots, Logger& logger, const GidScan& sysfs_gids) {
   LibibverbsSource source;
-  return discoverNode(roots, logger, source, sysfs_tables);
+  return discoverNode(roots, logger, source, sysfs_gids);
 }
 
 std::optional<PortRate> portRate(uint8_t active_width, uint8_t active_speed) {

@@ -43,12 +43,12 @@ public:
 
 // libibverbs when roots.sysfs_root is the source's own root and it lists devices, merged with the
 // sysfs-only facts (PCI, NUMA, netdevs, uverbs, SR-IOV, GPUs, management NIC; the GID tables then
-// come from libibverbs only); otherwise sysfs, after logging why. `sysfs_tables` is what the sysfs
+// come from libibverbs only); otherwise sysfs, after logging why. `sysfs_gids` is what the sysfs
 // fallback reads of the GID tables (kFirstOnly for callers that do not use them).
 NodeTopology discoverNode(const DiscoveryRoots& roots, Logger& logger, VerbsDeviceSource& source,
-                          GidTables sysfs_tables = GidTables::kRead);
+                          const GidScan& sysfs_gids = {});
 NodeTopology discoverNode(const DiscoveryRoots& roots, Logger& logger,
-                          GidTables sysfs_tables = GidTables::kRead);
+                          const GidScan& sysfs_gids = {});
 
 // The verbs devices completed with what only sysfs knows, matched by name. Devices sysfs lists
 // but libibverbs does not (no uverbs node) are left out with a warning. GPUs, management NIC and

@@ -17,13 +17,18 @@ namespace {
 constexpr auto kRegisterTimeout = std::chrono::seconds(5);
 constexpr auto kRegisterRetry = std::chrono::seconds(1);
 
-// GID tables are the bulk of sysfs discovery (up to 256 entries per port, three files each); only
-// the "agreed" NCCL_IB_GID_INDEX mode needs them. libibverbs reads them whole in one call anyway.
-GidTables gidTablesFor(const PluginConfig& config) {
-  const bool needed = std::any_of(config.pools.begin(), config.pools.end(), [](const PoolSpec& p) {
-    return p.nccl.gid_index_mode == GidIndexMode::kAgreed;
-  });
-  return needed ? GidTables::kRead : GidTables::kFirstOnly;
+// Only the "agreed" NCCL_IB_GID_INDEX mode needs the GID tables, and of each RoCE port's table
+// only the entries up to the one NCCL's rule picks (libibverbs reads them whole in one call
+// anyway).
+GidScan gidScanFor(const PluginConfig& config) {
+  GidScan scan{GidTables::kFirstOnly, {}};
+  for (const PoolSpec& pool : config.pools) {
+    if (pool.nccl.gid_index_mode == GidIndexMode::kAgreed) {
+      scan.tables = GidTables::kUntilSelected;
+      scan.selecting.push_back(pool.nccl.gid_policy);
+    }
+  }
+  return scan;
 }
 
 bool fileExists(const std::string& path) {
@@ -314,8 +319,8 @@ void PluginManager::onConfigChanged() {
     return; // a ConfigMap swap with the same content, or a duplicate event
   }
   auto topology = topology_;
-  if (gidTablesFor(*config) != gidTablesFor(config_)) {
-    topology = discover(*config); // the new config reads GID tables the old one did not
+  if (gidScanFor(*config) != gidScanFor(config_)) {
+    topology = discover(*config); // the new config reads other parts of the GID tables
   }
   if (auto status = applyConfig(*config, topology); !status) {
     metrics_
@@ -335,7 +340,7 @@ void PluginManager::onConfigChanged() {
 
 std::shared_ptr<const NodeTopology> PluginManager::discover(const PluginConfig& config) const {
   return std::make_shared<const NodeTopology>(
-      discoverNode({flags_.sysfs_root, flags_.proc_root}, logger_, gidTablesFor(config)));
+      discoverNode({flags_.sysfs_root, flags_.proc_root}, logger_, gidScanFor(config)));
 }
 
 void PluginManager::onDevicesChanged() {

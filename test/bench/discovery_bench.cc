@@ -88,38 +88,35 @@ void readAll(benchmark::State& state, const std::vector<std::string>& files) {
   state.counters["files"] = static_cast<double>(files.size());
 }
 
-void BM_DiscoverA100(benchmark::State& state) {
-  const auto r = roots("a100-roce");
+// Discovery of one fixture, reading as much of the GID tables as `scan` says.
+void BM_Discover(benchmark::State& state, const char* fixture, const GidScan& scan) {
+  const auto r = roots(fixture);
   for (auto _ : state) {
-    auto topo = discoverFromSysfs(r);
+    auto topo = discoverFromSysfs(r, scan);
     benchmark::DoNotOptimize(topo.devices.data());
   }
 }
-BENCHMARK(BM_DiscoverA100)->Unit(benchmark::kMicrosecond);
-
+const GidScan kWholeTables{GidTables::kRead, {}};
+// What the plugin reads in the "agreed" gidIndex mode with NCCL's default rule (RoCE v2, IPv4).
+const GidScan kUntilSelected{GidTables::kUntilSelected, {GidSelectionPolicy{}}};
 // What discoverNode reads from sysfs when libibverbs supplies the GID tables.
-void BM_DiscoverA100FirstGidOnly(benchmark::State& state) {
-  const auto r = roots("a100-roce");
-  for (auto _ : state) {
-    auto topo = discoverFromSysfs(r, GidTables::kFirstOnly);
-    benchmark::DoNotOptimize(topo.devices.data());
-  }
-}
-BENCHMARK(BM_DiscoverA100FirstGidOnly)->Unit(benchmark::kMicrosecond);
+const GidScan kFirstGidOnly{GidTables::kFirstOnly, {}};
+
+BENCHMARK_CAPTURE(BM_Discover, A100, "a100-roce", kWholeTables)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_Discover, A100UntilSelected, "a100-roce", kUntilSelected)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_Discover, A100FirstGidOnly, "a100-roce", kFirstGidOnly)
+    ->Unit(benchmark::kMicrosecond);
 
 void BM_ReferenceReadA100Files(benchmark::State& state) {
   readAll(state, filesDiscoveryReads("a100-roce"));
 }
 BENCHMARK(BM_ReferenceReadA100Files)->Unit(benchmark::kMicrosecond);
 
-void BM_DiscoverLarge16x2(benchmark::State& state) {
-  const auto r = roots("large-16x2");
-  for (auto _ : state) {
-    auto topo = discoverFromSysfs(r);
-    benchmark::DoNotOptimize(topo.devices.data());
-  }
-}
-BENCHMARK(BM_DiscoverLarge16x2)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_Discover, Large16x2, "large-16x2", kWholeTables)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_Discover, Large16x2UntilSelected, "large-16x2", kUntilSelected)
+    ->Unit(benchmark::kMicrosecond);
 
 void BM_ReferenceReadLarge16x2Files(benchmark::State& state) {
   readAll(state, filesDiscoveryReads("large-16x2"));

@@ -116,7 +116,7 @@ TEST(SysfsDiscovery, A100NodeMatchesTheGuide) {
 TEST(SysfsDiscovery, FirstGidOnlyStillNamesEveryPortsNetdev) {
   for (const char* name : {"a100-roce", "ib-hdr8", "dual-port"}) {
     const auto full = discoverFixture(name);
-    const auto quick = discoverFromSysfs(fixtureRoots(name), GidTables::kFirstOnly);
+    const auto quick = discoverFromSysfs(fixtureRoots(name), {GidTables::kFirstOnly, {}});
     EXPECT_TRUE(quick.warnings.empty()) << warningsText(quick);
     ASSERT_EQ(quick.devices.size(), full.devices.size()) << name;
     for (size_t d = 0; d < full.devices.size(); ++d) {
@@ -128,6 +128,71 @@ TEST(SysfsDiscovery, FirstGidOnlyStillNamesEveryPortsNetdev) {
         EXPECT_EQ(q.gids[0].index, 0u);
       }
     }
+  }
+}
+
+GidSelectionPolicy policyFor(GidFamily family, GidType version, const char* range = nullptr) {
+  GidSelectionPolicy policy{family, version, std::nullopt};
+  if (range != nullptr) {
+    policy.range = parseCidr(range).value();
+  }
+  return policy;
+}
+
+// Stopping each table at the entry NCCL's rule picks must not change the pick: each policy, scanned
+// alone and with all the others, picks the same index on every port as over the whole table.
+TEST(SysfsDiscovery, ReadingUntilSelectedPicksWhatTheWholeTablePicks) {
+  const std::vector<GidSelectionPolicy> policies = {
+      policyFor(GidFamily::kIPv4, GidType::kRoceV2),
+      policyFor(GidFamily::kIPv6, GidType::kRoceV2),
+      policyFor(GidFamily::kIPv4, GidType::kRoceV1),
+      policyFor(GidFamily::kIPv4, GidType::kRoceV2, "26.3.2.9/32"), // a late entry, large-16x2
+      policyFor(GidFamily::kIPv6, GidType::kRoceV2, "2001:db8:5::/48"),
+      policyFor(GidFamily::kIPv4, GidType::kRoceV2, "192.0.2.0/24"), // nothing: whole table
+  };
+  std::vector<std::vector<GidSelectionPolicy>> scans;
+  for (const auto& policy : policies) {
+    scans.push_back({policy});
+  }
+  scans.push_back(policies);
+  for (const char* name : {"a100-roce", "sparse-gids", "dual-port", "large-16x2", "ib-hdr8"}) {
+    const auto full = discoverFixture(name);
+    for (const auto& selecting : scans) {
+      const auto quick =
+          discoverFromSysfs(fixtureRoots(name), {GidTables::kUntilSelected, selecting});
+      EXPECT_TRUE(quick.warnings.empty()) << warningsText(quick);
+      ASSERT_EQ(quick.devices.size(), full.devices.size()) << name;
+      for (size_t d = 0; d < full.devices.size(); ++d) {
+        for (size_t p = 0; p < full.devices[d].ports.size(); ++p) {
+          const Port& f = full.devices[d].ports[p];
+          const Port& q = quick.devices[d].ports[p];
+          EXPECT_EQ(q.netdev, f.netdev) << name;
+          EXPECT_EQ(q.gid_table_len, f.gid_table_len) << name;
+          EXPECT_LE(q.gids.size(), f.gids.size()) << name;
+          for (const auto& policy : selecting) {
+            EXPECT_EQ(selectGidIndex(q, policy), selectGidIndex(f, policy))
+                << name << " " << full.devices[d].name << " port " << f.number;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(SysfsDiscovery, ReadingUntilSelectedStopsAtTheChosenEntry) {
+  const auto ipv4 = policyFor(GidFamily::kIPv4, GidType::kRoceV2);
+  const auto nothing = policyFor(GidFamily::kIPv4, GidType::kRoceV2, "192.0.2.0/24");
+  const auto full = discoverFixture("a100-roce");
+  const auto quick =
+      discoverFromSysfs(fixtureRoots("a100-roce"), {GidTables::kUntilSelected, {ipv4}});
+  const auto whole =
+      discoverFromSysfs(fixtureRoots("a100-roce"), {GidTables::kUntilSelected, {ipv4, nothing}});
+  for (size_t d = 0; d < full.devices.size(); ++d) {
+    const Port& q = quick.devices[d].ports[0];
+    // 0/1 link-local v1/v2, 2/3 the IPv4 address as v1/v2: the scan ends at 3.
+    ASSERT_EQ(q.gids.size(), 4u) << quick.devices[d].name;
+    EXPECT_EQ(q.gids.back().index, 3u);
+    EXPECT_EQ(whole.devices[d].ports[0].gids.size(), full.devices[d].ports[0].gids.size());
   }
 }
 

@@ -58,7 +58,7 @@ TEST(VerbsDiscovery, TheSysfsFallbackReadsOnlyTheGidTablesItIsAskedFor) {
   Logger logger(log);
   FakeSource source("/sys", VerbsScan{});
   const auto full = discoverNode(a100(), logger, source);
-  const auto quick = discoverNode(a100(), logger, source, GidTables::kFirstOnly);
+  const auto quick = discoverNode(a100(), logger, source, {GidTables::kFirstOnly, {}});
   ASSERT_EQ(quick.devices.size(), full.devices.size());
   for (size_t d = 0; d < full.devices.size(); ++d) {
     const Port& f = full.devices[d].ports[0];
