@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/result.h"
+#include "webhook/json_filter.h"
 
 // AdmissionReview admission.k8s.io/v1 and v1beta1 on the wire. Decoding never throws: a body that
 // is not an AdmissionReview is an Error (the server answers 400 with its message).
@@ -28,10 +29,20 @@ struct AdmissionRequest {
   std::string kind;         // request.kind.kind, "Pod"
   std::string sub_resource; // "" for the object itself
   std::string ns;           // request.namespace
-  nlohmann::json object;    // request.object; null when absent (DELETE)
+  nlohmann::json object;    // request.object as the decoder's filter keeps it; null if absent
 };
 
-Result<AdmissionRequest> decodeAdmissionReview(std::string_view body);
+// Decodes AdmissionReviews keeping of request.object only what `object` keeps (the rest of the
+// review is never read either): a pod's unread members are skipped while parsing.
+class AdmissionDecoder {
+public:
+  explicit AdmissionDecoder(const JsonFilter& object);
+
+  Result<AdmissionRequest> decode(std::string_view body) const;
+
+private:
+  JsonFilter review_;
+};
 
 struct AdmissionResponse {
   std::string uid;

@@ -558,6 +558,30 @@ MutationResult mutate(const json& pod, const std::string& request_namespace,
 
 } // namespace
 
+const JsonFilter& podMembersRead() {
+  static const JsonFilter pod = [] {
+    const JsonFilter all = JsonFilter::whole();
+    const JsonFilter container = {{"name", all},
+                                  {"env", all},
+                                  {"envFrom", all},
+                                  {"resources", all},
+                                  {"securityContext", all},
+                                  {"volumeMounts", all},
+                                  {"restartPolicy", all}};
+    const JsonFilter node_affinity = {{"requiredDuringSchedulingIgnoredDuringExecution",
+                                       {{"nodeSelectorTerms", {{"matchExpressions", all}}}}}};
+    return JsonFilter{{"metadata", {{"namespace", all}, {"annotations", all}}},
+                      {"spec",
+                       {{"containers", container},
+                        {"initContainers", container},
+                        {"volumes", {{"name", all}, {"emptyDir", all}}},
+                        {"hostNetwork", all},
+                        {"nodeSelector", all},
+                        {"affinity", {{"nodeAffinity", node_affinity}}}}}};
+  }();
+  return pod;
+}
+
 MutationResult mutatePod(const json& pod, const std::string& request_namespace,
                          const WebhookPolicy& policy) {
   try {

@@ -9,7 +9,9 @@ namespace kube_rdma {
 
 ReviewOutcome reviewAdmission(std::string_view body, const WebhookPolicy& policy) {
   ReviewOutcome outcome;
-  Result<AdmissionRequest> request = decodeAdmissionReview(body);
+  // Only what the mutator reads of the pod is parsed into nodes.
+  static const AdmissionDecoder decoder(podMembersRead());
+  Result<AdmissionRequest> request = decoder.decode(body);
   if (!request.ok()) {
     outcome.http_status = 400;
     outcome.outcome = "bad_request";

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "webhook/admission_codec.h"
+#include "webhook/mutator.h"
 #include "webhook/review.h"
 
 namespace kube_rdma {
@@ -226,6 +227,36 @@ TEST(RecordedReviews, CreatesAreAnsweredInTheirVersionWithAPatchThatAppliesOnce)
     const json second = json::parse(reviewAdmission(again.dump(), defaultWebhookPolicy()).body);
     EXPECT_FALSE(second["response"].contains("patch")) << second.dump();
   }
+}
+
+TEST(RecordedReviews, LargeUnreadMembersDoNotChangeThePatch) {
+  // The decoder skips what the mutator never reads; the patch must be the one computed from the
+  // whole pod, and apply to it.
+  json request = readReview("pytorchjob-master-create-v1beta1.json");
+  json& pod = request["request"]["object"];
+  json fields = json::array();
+  for (int i = 0; i < 50; ++i) {
+    fields.push_back({{"manager", "controller-" + std::to_string(i)},
+                      {"operation", "Update"},
+                      {"fieldsV1", {{"f:metadata", {{"f:labels", {{"f:app", json::object()}}}}}}}});
+  }
+  pod["metadata"]["managedFields"] = fields;
+  pod["status"] = {{"phase", "Pending"}, {"qosClass", "Burstable"}};
+  for (json& c : pod["spec"]["containers"]) {
+    c["command"] = json::array({"bash", "-c", std::string(64 * 1024, 'x')});
+    c["args"] = json::array({"--[not]{json}", "\"quoted\""});
+  }
+  const MutationResult expected =
+      mutatePod(pod, request["request"]["namespace"], defaultWebhookPolicy());
+  ASSERT_FALSE(expected.patch.empty());
+
+  ReviewOutcome outcome = reviewAdmission(request.dump(), defaultWebhookPolicy());
+  ASSERT_EQ(outcome.http_status, 200) << outcome.body;
+  const json response = json::parse(outcome.body)["response"];
+  const json patch = json::parse(unbase64(response["patch"]));
+  EXPECT_EQ(patch, expected.patch);
+  EXPECT_EQ(outcome.warnings, expected.warnings);
+  EXPECT_NO_THROW(pod.patch(patch));
 }
 
 TEST(RecordedReviews, UpdateIsAllowedUnchanged) {
