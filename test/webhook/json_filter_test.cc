@@ -1,6 +1,8 @@
 // parseFiltered: what a filter keeps and drops, and that limits hold inside dropped parts.
 #include <gtest/gtest.h>
 
+#include <random>
+
 #include "webhook/json_filter.h"
 
 namespace kube_rdma {
@@ -60,6 +62,133 @@ TEST(JsonFilter, DepthIsCountedInDroppedPartsToo) {
   // Refused at the first level too many, without reading on.
   EXPECT_EQ(parsedOrError(std::string(1 << 20, '['), filter, 5),
             json({{"error", "nests deeper than 5 levels"}}));
+}
+
+} // namespace
+} // namespace kube_rdma
+
+namespace kube_rdma {
+namespace {
+
+// The parser must accept exactly what nlohmann::json::parse accepts and build the same values.
+void expectSameAsNlohmann(const std::string& text) {
+  const json dom = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  Result<json> parsed = parseFiltered(text, kAll, 1000);
+  // Dropped parts are validated by other code (nothing decoded): the same verdict.
+  const JsonFilter little = {{"request", {{"uid", kAll}}}};
+  EXPECT_EQ(parseFiltered(text, little, 1000).ok(), !dom.is_discarded()) << json(text).dump();
+  if (dom.is_discarded()) {
+    EXPECT_FALSE(parsed.ok()) << "accepted what nlohmann refuses: " << json(text).dump();
+  } else {
+    ASSERT_TRUE(parsed.ok()) << "refused what nlohmann accepts: " << json(text).dump();
+    EXPECT_EQ(*parsed, dom) << json(text).dump();
+    EXPECT_EQ(parsed->dump(), dom.dump()) << "types differ: " << json(text).dump();
+  }
+}
+
+TEST(JsonFilterParser, AcceptsAndBuildsWhatNlohmannDoes) {
+  for (const std::string text : {"0",
+                                 "-0",
+                                 "1.5",
+                                 "-1.5e3",
+                                 "1E+2",
+                                 "2e-400",
+                                 "1e400",
+                                 "-1e400",
+                                 "01",
+                                 "1.",
+                                 ".5",
+                                 "-",
+                                 "+1",
+                                 "1e",
+                                 "18446744073709551615",
+                                 "18446744073709551616",
+                                 "-9223372036854775808",
+                                 "-9223372036854775809",
+                                 "true",
+                                 "false",
+                                 "null",
+                                 "nul",
+                                 "truex",
+                                 "[]",
+                                 "{}",
+                                 "[1,]",
+                                 "{\"a\":1,}",
+                                 "{\"a\" : [ 1 , 2 ]\t}\r\n",
+                                 "[1 2]",
+                                 "{\"a\"}",
+                                 "{1:2}",
+                                 "\"\"",
+                                 "\"\\u0000\"",
+                                 "\"\\u00e9\\u20AC\"",
+                                 "\"\\ud83d\\ude00\"",
+                                 "\"\\ud83d\"",
+                                 "\"\\ude00\"",
+                                 "\"\\ud83d\\u0041\"",
+                                 "\"\\ud83dx\"",
+                                 "\"\\x\"",
+                                 "\"\\/\\b\\f\\n\\r\\t\\\"\\\\\"",
+                                 "\"\\u12\"",
+                                 "\"\\u12G4\"",
+                                 "\"tab\there\"",
+                                 "\"\x7f\"",
+                                 "\"\xc3\xa9\"",
+                                 "\"\xc0\xaf\"",
+                                 "\"\xe0\x80\xaf\"",
+                                 "\"\xed\xa0\x80\"",
+                                 "\"\xf4\x90\x80\x80\"",
+                                 "\"\xf0\x9f\x98\x80\"",
+                                 "\"\xf5\x80\x80\x80\"",
+                                 "\"\xc3\"",
+                                 "\"\xe2\x82\"",
+                                 "\"unterminated",
+                                 "\xEF\xBB\xBF{}",
+                                 "\xEF\xBB{}",
+                                 " ",
+                                 "",
+                                 "{} {}",
+                                 "{\"a\":1,\"a\":[2]}",
+                                 "[\"\\u00e9\",{\"k\\\"ey\":null}]",
+                                 "1 ",
+                                 " 1",
+                                 "\"a\" x"}) {
+    expectSameAsNlohmann(text);
+  }
+}
+
+TEST(JsonFilterParser, AgreesWithNlohmannOnMutatedReviews) {
+  // Byte-level mutations of a review-shaped document (fixed seed, so a failure reproduces).
+  const std::string base = json::parse(R"({"apiVersion":"admission.k8s.io/v1","request":{
+      "uid":"u-1","object":{"metadata":{"annotations":{"k\/a~b":"v\u00e9\ud83d\ude00"}},
+      "spec":{"containers":[{"name":"c","env":[{"name":"N","value":"1"}],"x":[1.5e3,-2,0,
+      true,false,null,"s\n"]}]}}}})")
+                               .dump() +
+                           "\t";
+  const std::string specials = "{}[]\",:\\u0123456789eE+-.tfn \t\n\xc3\xa9\xed\xa0\x80\xff";
+  std::mt19937 rng(20261130);
+  for (int i = 0; i < 20000; ++i) {
+    std::string text = base;
+    const int edits = 1 + static_cast<int>(rng() % 3);
+    for (int e = 0; e < edits; ++e) {
+      const size_t at = rng() % text.size();
+      const char c = specials[rng() % specials.size()];
+      switch (rng() % 3) {
+      case 0:
+        text[at] = c;
+        break;
+      case 1:
+        text.insert(at, 1, c);
+        break;
+      default:
+        text.erase(at, 1 + rng() % 4);
+        break;
+      }
+      if (text.empty()) {
+        text = "x";
+      }
+    }
+    expectSameAsNlohmann(text);
+  }
 }
 
 } // namespace
