@@ -30,9 +30,9 @@ NodeHealthView healthView(const NodeTopology& known, const std::vector<PortState
 std::set<std::string> listRdmaDeviceNames(const std::string& sysfs_root);
 
 // Re-reads health every `interval` on its own thread (sysfs attributes do not support inotify, so
-// this is the one periodic read; a PortStateReader keeps the state files open, one pread each). Calls on_sample when the
-// sample differs from the last one (or the topology was replaced) and on_device_set_changed when
-// devices appear or vanish. Stops in the destructor.
+// this is the one periodic read; a PortStateReader keeps the state files open, one pread each).
+// Calls on_sample when the sample differs from the last one (or the topology was replaced) and
+// on_device_set_changed when devices appear or vanish. Stops in the destructor.
 class HealthWatcher {
 public:
   using TopologyFn = std::function<std::shared_ptr<const NodeTopology>()>;

@@ -5,10 +5,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
-
-#include <openssl/sha.h>
 
 namespace kube_rdma {
 namespace {
@@ -59,14 +58,21 @@ Status writeFileAtomically(const std::string& path, const std::string& content) 
   return Ok{};
 }
 
+uint64_t fnv1a64(std::string_view data) {
+  uint64_t hash = 0xcbf29ce484222325ULL; // FNV-1a offset basis and prime (64 bit)
+  for (const char c : data) {
+    hash ^= static_cast<unsigned char>(c);
+    hash *= 0x100000001b3ULL;
+  }
+  return hash;
+}
+
 std::string ncclConfFileName(const std::string& content) {
-  unsigned char digest[SHA256_DIGEST_LENGTH];
-  SHA256(reinterpret_cast<const unsigned char*>(content.data()), content.size(), digest);
-  static const char* hex = "0123456789abcdef";
+  static constexpr char kHex[] = "0123456789abcdef";
+  const uint64_t hash = fnv1a64(content);
   std::string name = "nccl-";
-  for (int i = 0; i < 8; ++i) {
-    name += hex[digest[i] >> 4];
-    name += hex[digest[i] & 0xf];
+  for (int shift = 60; shift >= 0; shift -= 4) {
+    name += kHex[(hash >> shift) & 0xf];
   }
   return name + ".conf";
 }

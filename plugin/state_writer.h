@@ -1,6 +1,8 @@
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "common/result.h"
 
@@ -11,8 +13,8 @@ namespace kube_rdma {
 Status writeFileAtomically(const std::string& path, const std::string& content);
 
 // The plugin's files under --state-dir: topology.json and nccl.conf files named after their
-// content ("nccl-<sha256 prefix>.conf"), so an allocation's mount never changes under a running
-// container and identical settings share one file.
+// content ("nccl-<64-bit FNV-1a, 16 hex digits>.conf"), so an allocation's mount never changes
+// under a running container and identical settings share one file.
 class StateWriter {
 public:
   explicit StateWriter(std::string state_dir) : state_dir_(std::move(state_dir)) {}
@@ -28,7 +30,11 @@ private:
   const std::string state_dir_;
 };
 
-// "nccl-" + the first 16 hex digits of the content's SHA-256 + ".conf".
+// 64-bit FNV-1a. Not cryptographic, and need not be: the plugin renders every content it names,
+// nobody can choose one to collide, and it keeps libcrypto out of the daemon.
+uint64_t fnv1a64(std::string_view data);
+
+// "nccl-" + fnv1a64(content) as 16 lower-case hex digits + ".conf".
 std::string ncclConfFileName(const std::string& content);
 
 } // namespace kube_rdma
