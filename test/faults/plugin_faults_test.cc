@@ -21,10 +21,7 @@
 
 #include <httplib.h>
 
-#include "test/plugin/kubelet_simulator.h"
-#include "test/plugin/plugin_process.h"
-#include "test/plugin/temp_dir.h"
-#include "test/plugin/test_files.h"
+#include "test/plugin/plugin_test_base.h"
 #include "test/sanitizers.h"
 
 namespace kube_rdma {
@@ -77,71 +74,34 @@ std::string exclusiveConfig(const std::string& device_glob) {
          device_glob + R"("]}}]})";
 }
 
-class PluginFaultsTest : public ::testing::Test {
+class PluginFaultsTest : public PluginTestBase {
 protected:
+  PluginFaultsTest() : PluginTestBase(kDeadline) {}
+
   // Starts the kubelet simulator, then the plugin on a private copy of the fixture (faults
   // modify the tree), with a fast health poll so that flaps are actually seen.
   void startPlugin(const std::string& fixture, std::vector<std::string> extra = {},
                    bool launch_now = true) {
-    const std::string command =
-        "cp -a " + std::string(KUBE_RDMA_FIXTURES) + "/" + fixture + " " + tmp_.path() + "/";
-    ASSERT_EQ(std::system(command.c_str()), 0) << command;
-    node_ = tmp_.path() + "/" + fixture;
-    kubelet_dir_ = tmp_.sub("kubelet");
-    state_dir_ = tmp_.path() + "/state";
-    kubelet_ = std::make_unique<KubeletSimulator>(kubelet_dir_);
-    ASSERT_TRUE(kubelet_->start().ok());
+    prepareNode(fixture, true);
+    if (HasFatalFailure()) {
+      return;
+    }
     metrics_port_ = freeLoopbackPort();
-    args_ = {"--sysfs-root",
-             node_ + "/sys",
-             "--proc-root",
-             node_ + "/proc",
-             "--dev-root",
-             node_ + "/dev",
-             "--device-plugin-dir",
-             kubelet_dir_,
-             "--plugin-registry-dir",
-             tmp_.path() + "/no-registry",
-             "--state-dir",
-             state_dir_,
-             "--health-interval",
-             "50ms",
-             "--metrics-address",
-             "127.0.0.1:" + std::to_string(metrics_port_)};
+    args_ = nodeArgs(tmp_.path() + "/no-registry");
+    for (const std::string& arg :
+         {std::string("--health-interval"), std::string("50ms"), std::string("--metrics-address"),
+          "127.0.0.1:" + std::to_string(metrics_port_)}) {
+      args_.push_back(arg);
+    }
     args_.insert(args_.end(), extra.begin(), extra.end());
     if (launch_now) {
       launch();
     }
   }
 
-  void launch() {
-    auto plugin =
-        PluginProcess::start(KUBE_RDMA_PLUGIN_BINARY, args_,
-                             tmp_.path() + "/plugin" + std::to_string(launches_++) + ".log");
-    ASSERT_TRUE(plugin.ok()) << plugin.error().message;
-    plugin_ = std::move(*plugin);
-  }
-
-  void TearDown() override {
-    if (HasFailure() && plugin_) {
-      std::cerr << "plugin log:\n" << plugin_->logs();
-    }
-    plugin_.reset();
-    kubelet_.reset();
-  }
+  void launch() { launchPlugin(args_, "plugin" + std::to_string(launches_++) + ".log"); }
 
   bool alive() const { return plugin_ && ::kill(plugin_->pid(), 0) == 0; }
-
-  bool waitForHealthy(const std::string& resource, int healthy, int total = -1) {
-    return kubelet_->waitFor(
-        [&](const KubeletView& v) {
-          auto it = v.resources.find(resource);
-          return it != v.resources.end() && it->second.streaming &&
-                 it->second.healthyCount() == healthy &&
-                 (total < 0 || static_cast<int>(it->second.devices.size()) == total);
-        },
-        kDeadline);
-  }
 
   // Counts one check, and one wrong answer when it does not hold.
   void check(bool ok, const std::string& what) {
@@ -165,14 +125,6 @@ protected:
     const auto at = text.find("\n" + series + " ");
     return at == std::string::npos ? -1
                                    : std::lround(std::stod(text.substr(at + series.size() + 2)));
-  }
-
-  std::string uverbsOf(const std::string& device) {
-    for (const auto& e : fs::directory_iterator(node_ + "/sys/class/infiniband/" + device +
-                                                "/device/infiniband_verbs")) {
-      return e.path().filename();
-    }
-    return "";
   }
 
   // The baseline for leak checks: taken once the plugin is settled, after a few health ticks
@@ -205,32 +157,14 @@ protected:
     std::fflush(stdout);
   }
 
-  TempDir tmp_;
-  std::string node_;
-  std::string kubelet_dir_;
-  std::string state_dir_;
   std::vector<std::string> args_;
   int metrics_port_ = 0;
   int launches_ = 0;
-  std::unique_ptr<KubeletSimulator> kubelet_;
-  PluginProcessPtr plugin_;
   ProcessFigures before_;
   int checks_ = 0;
   int wrong_ = 0;
   int crashes_ = 0;
 };
-
-// A ConfigMap volume: config.json -> ..data/config.json, ..data swapped atomically per version.
-void publishConfig(const std::string& dir, int version, const std::string& text) {
-  const std::string name = "..v" + std::to_string(version);
-  fs::create_directories(dir + "/" + name);
-  writeTestFile(dir + "/" + name + "/config.json", text);
-  fs::create_symlink(name, dir + "/..data_tmp");
-  fs::rename(dir + "/..data_tmp", dir + "/..data");
-  if (!fs::is_symlink(dir + "/config.json")) {
-    fs::create_symlink("..data/config.json", dir + "/config.json");
-  }
-}
 
 TEST_F(PluginFaultsTest, KubeletRestartStorm) {
   startPlugin("a100-roce");
@@ -288,9 +222,9 @@ TEST_F(PluginFaultsTest, PluginSigkilledAndStartedAgain) {
 }
 
 TEST_F(PluginFaultsTest, DevicesDisappearAndComeBack) {
-  const std::string config = tmp_.sub("config");
-  publishConfig(config, 1, exclusiveConfig("mlx5_*"));
-  startPlugin("a100-roce", {"--config", config + "/config.json"});
+  ConfigMapDir config(tmp_.sub("config"));
+  config.publish(exclusiveConfig("mlx5_*"));
+  startPlugin("a100-roce", {"--config", config.path()});
   ASSERT_TRUE(waitForHealthy(kExclusive, 8, 8));
   baseline();
   const std::string uverbs = node_ + "/dev/infiniband/" + uverbsOf("mlx5_3");
@@ -316,9 +250,9 @@ TEST_F(PluginFaultsTest, DevicesDisappearAndComeBack) {
 }
 
 TEST_F(PluginFaultsTest, PortFlapsHundredTimes) {
-  const std::string config = tmp_.sub("config");
-  publishConfig(config, 1, exclusiveConfig("mlx5_*"));
-  startPlugin("a100-roce", {"--config", config + "/config.json"});
+  ConfigMapDir config(tmp_.sub("config"));
+  config.publish(exclusiveConfig("mlx5_*"));
+  startPlugin("a100-roce", {"--config", config.path()});
   ASSERT_TRUE(waitForHealthy(kExclusive, 8, 8));
   baseline();
   const std::string state = node_ + "/sys/class/infiniband/mlx5_2/ports/1/state";
@@ -342,9 +276,9 @@ TEST_F(PluginFaultsTest, PortFlapsHundredTimes) {
 }
 
 TEST_F(PluginFaultsTest, ConfigSwappedHundredTimesEverySecondInvalid) {
-  const std::string config = tmp_.sub("config");
-  publishConfig(config, 1, exclusiveConfig("mlx5_[1-8]"));
-  startPlugin("a100-roce", {"--config", config + "/config.json"});
+  ConfigMapDir config(tmp_.sub("config"));
+  config.publish(exclusiveConfig("mlx5_[1-8]"));
+  startPlugin("a100-roce", {"--config", config.path()});
   ASSERT_TRUE(waitForHealthy(kExclusive, 8, 8));
   baseline();
   auto reloads = [&](const std::string& outcome) {
@@ -362,14 +296,12 @@ TEST_F(PluginFaultsTest, ConfigSwappedHundredTimesEverySecondInvalid) {
   auto publishSwap = [&](int swap) {
     if (swap % 2 == 0) {
       ++invalid;
-      publishConfig(config, swap + 1,
-                    R"({"version": "v1", "pools": [{"resourceName": "example.com/hca",
+      config.publish(R"({"version": "v1", "pools": [{"resourceName": "example.com/hca",
                       "mode": "sometimes-)" +
-                        std::to_string(swap) + R"("}]})");
+                     std::to_string(swap) + R"("}]})");
     } else {
       last_good_hcas = 1 + (swap / 2) % 8;
-      publishConfig(config, swap + 1,
-                    exclusiveConfig("mlx5_[1-" + std::to_string(last_good_hcas) + "]"));
+      config.publish(exclusiveConfig("mlx5_[1-" + std::to_string(last_good_hcas) + "]"));
     }
   };
   for (int swap = 1; swap <= kSwaps; ++swap) {
@@ -429,10 +361,10 @@ TEST_F(PluginFaultsTest, StateDirectoryReplacedByAFileKeepsServing) {
 }
 
 TEST_F(PluginFaultsTest, UnreadableSysfsEntriesAreSkipped) {
-  const std::string config = tmp_.sub("config");
-  publishConfig(config, 1, exclusiveConfig("mlx5_*"));
+  ConfigMapDir config(tmp_.sub("config"));
+  config.publish(exclusiveConfig("mlx5_*"));
   // Before start: mlx5_4's port state reads with an error (a directory at the attribute path).
-  startPlugin("a100-roce", {"--config", config + "/config.json"}, false);
+  startPlugin("a100-roce", {"--config", config.path()}, false);
   const std::string state4 = node_ + "/sys/class/infiniband/mlx5_4/ports/1/state";
   fs::remove(state4);
   fs::create_directory(state4);

@@ -11,10 +11,7 @@
 #include <thread>
 
 #include "pluginregistration/v1/api.grpc.pb.h"
-#include "test/plugin/kubelet_simulator.h"
-#include "test/plugin/plugin_process.h"
-#include "test/plugin/temp_dir.h"
-#include "test/plugin/test_files.h"
+#include "test/plugin/plugin_test_base.h"
 
 namespace kube_rdma {
 namespace {
@@ -25,76 +22,27 @@ constexpr milliseconds kDeadline{10000};
 constexpr const char* kShared = "rdma/shared";
 constexpr const char* kExclusive = "example.com/hca";
 
-// A ConfigMap volume: the file is a symlink through "..data", swapped atomically.
-class ConfigMapDir {
-public:
-  explicit ConfigMapDir(std::string dir) : dir_(std::move(dir)) {}
-  std::string path() const { return dir_ + "/config.json"; }
-  void publish(const std::string& text) {
-    const std::string version = "..v" + std::to_string(++versions_);
-    fs::create_directories(dir_ + "/" + version);
-    writeTestFile(dir_ + "/" + version + "/config.json", text);
-    fs::create_symlink(version, dir_ + "/..data_tmp");
-    fs::rename(dir_ + "/..data_tmp", dir_ + "/..data");
-    if (!fs::is_symlink(path())) {
-      fs::create_symlink("..data/config.json", path());
-    }
-  }
-
-private:
-  std::string dir_;
-  int versions_ = 0;
-};
-
 std::string exclusiveConfig() {
   return R"({"version": "v1", "pools": [
     {"resourceName": "example.com/hca", "mode": "exclusive",
      "selector": {"linkLayer": "Ethernet", "deviceNames": ["mlx5_*"]}}]})";
 }
 
-class PluginIntegrationTest : public ::testing::Test {
+class PluginIntegrationTest : public PluginTestBase {
 protected:
+  PluginIntegrationTest() : PluginTestBase(kDeadline) {}
+
   // Starts the kubelet, then the plugin on the fixture: the generated one, or a private copy for
   // tests that modify the tree.
   void startPlugin(const std::string& fixture, std::vector<std::string> extra = {},
                    bool modifies_tree = false) {
-    node_ = std::string(KUBE_RDMA_FIXTURES) + "/" + fixture;
-    if (modifies_tree) {
-      const std::string command = "cp -a " + node_ + " " + tmp_.path() + "/";
-      ASSERT_EQ(std::system(command.c_str()), 0) << command;
-      node_ = tmp_.path() + "/" + fixture;
+    prepareNode(fixture, modifies_tree);
+    if (HasFatalFailure()) {
+      return;
     }
-    kubelet_dir_ = tmp_.sub("kubelet");
-    state_dir_ = tmp_.path() + "/state";
-    kubelet_ = std::make_unique<KubeletSimulator>(kubelet_dir_);
-    ASSERT_TRUE(kubelet_->start().ok());
-    std::vector<std::string> args = {"--sysfs-root",        node_ + "/sys", "--proc-root",
-                                     node_ + "/proc",       "--dev-root",   node_ + "/dev",
-                                     "--device-plugin-dir", kubelet_dir_,   "--plugin-registry-dir",
-                                     registry_dir_,         "--state-dir",  state_dir_};
+    std::vector<std::string> args = nodeArgs(registry_dir_);
     args.insert(args.end(), extra.begin(), extra.end());
-    auto plugin = PluginProcess::start(KUBE_RDMA_PLUGIN_BINARY, args, tmp_.path() + "/plugin.log");
-    ASSERT_TRUE(plugin.ok()) << plugin.error().message;
-    plugin_ = std::move(*plugin);
-  }
-
-  void TearDown() override {
-    if (HasFailure() && plugin_) {
-      std::cerr << "plugin log:\n" << plugin_->logs();
-    }
-    plugin_.reset();
-    kubelet_.reset();
-  }
-
-  bool waitForHealthy(const std::string& resource, int healthy, int total = -1) {
-    return kubelet_->waitFor(
-        [&](const KubeletView& v) {
-          auto it = v.resources.find(resource);
-          return it != v.resources.end() && it->second.streaming &&
-                 it->second.healthyCount() == healthy &&
-                 (total < 0 || static_cast<int>(it->second.devices.size()) == total);
-        },
-        kDeadline);
+    launchPlugin(args, "plugin.log");
   }
 
   // Files and log lines do not wake the simulator's waiters: look now and then.
@@ -111,21 +59,7 @@ protected:
     return ids;
   }
 
-  std::string uverbsOf(const std::string& device) {
-    for (const auto& e : fs::directory_iterator(node_ + "/sys/class/infiniband/" + device +
-                                                "/device/infiniband_verbs")) {
-      return e.path().filename();
-    }
-    return "";
-  }
-
-  TempDir tmp_;
-  std::string node_;
-  std::string kubelet_dir_;
-  std::string state_dir_;
   std::string registry_dir_ = tmp_.path() + "/no-registry"; // absent: classic registration
-  std::unique_ptr<KubeletSimulator> kubelet_;
-  PluginProcessPtr plugin_;
 };
 
 TEST_F(PluginIntegrationTest, RegistersTheDefaultPoolOnTheA100NodeAndExitsCleanlyOnSigterm) {
