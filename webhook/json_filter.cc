@@ -81,17 +81,25 @@ private:
     }
   }
 
-  bool object(const JsonFilter* filter, json* out, size_t depth) {
+  // At the '{' or '[' of a container at `depth`: whether it may be read, and whether it is
+  // already closed (empty).
+  bool open(json* out, json::value_t type, size_t depth, bool& empty) {
     if (depth > max_depth_) {
       too_deep_ = true;
       return false;
     }
     ++p_;
     if (out != nullptr) {
-      *out = json::object();
+      *out = json(type);
     }
-    if (consume('}')) {
-      return true;
+    empty = consume(type == json::value_t::object ? '}' : ']');
+    return true;
+  }
+
+  bool object(const JsonFilter* filter, json* out, size_t depth) {
+    bool empty = false;
+    if (!open(out, json::value_t::object, depth, empty) || empty) {
+      return empty;
     }
     do {
       skipSpace();
@@ -109,16 +117,9 @@ private:
   }
 
   bool array(const JsonFilter* filter, json* out, size_t depth) {
-    if (depth > max_depth_) {
-      too_deep_ = true;
-      return false;
-    }
-    ++p_;
-    if (out != nullptr) {
-      *out = json::array();
-    }
-    if (consume(']')) {
-      return true;
+    bool empty = false;
+    if (!open(out, json::value_t::array, depth, empty) || empty) {
+      return empty;
     }
     do {
       // Every element is kept: indices stay those of the document. The element does not move
