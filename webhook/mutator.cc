@@ -379,8 +379,19 @@ json mergeRecord(const json* previous, json record) {
   return record;
 }
 
-void appendOps(json& patch, json ops) {
-  for (json& op : ops) {
+// json::diff(before, after, path) appended to `patch`. When `after` only appends to the array
+// `before` (what the webhook does to env, volumeMounts, volumes) the result is known without
+// json::diff's walk, which builds a path string for every member of every equal element: one
+// "add" at "/-" per new element, exactly as json::diff writes them.
+void appendDiff(const json& before, const json& after, const std::string& path, json& patch) {
+  if (before.is_array() && after.is_array() && after.size() >= before.size() &&
+      std::equal(before.begin(), before.end(), after.begin())) {
+    for (size_t i = before.size(); i < after.size(); ++i) {
+      patch.push_back({{"op", "add"}, {"path", path + "/-"}, {"value", after[i]}});
+    }
+    return;
+  }
+  for (json& op : json::diff(before, after, path)) {
     patch.push_back(std::move(op));
   }
 }
@@ -416,7 +427,7 @@ void appendContainerOps(const json& original, const json& edited, const std::str
     if (before == nullptr) {
       patch.push_back({{"op", "add"}, {"path", member_path}, {"value", *after}});
     } else {
-      appendOps(patch, json::diff(*before, *after, member_path));
+      appendDiff(*before, *after, member_path, patch);
     }
   }
 }
@@ -536,8 +547,7 @@ MutationResult mutate(const json& pod, const std::string& request_namespace,
       mergeRecord(member(annotations_in, kInjectedAnnotation), std::move(record)).dump();
 
   if (original_annotations != nullptr) {
-    appendOps(result.patch,
-              json::diff(*original_annotations, annotations, "/metadata/annotations"));
+    appendDiff(*original_annotations, annotations, "/metadata/annotations", result.patch);
   } else if (metadata != nullptr) {
     result.patch.push_back(
         {{"op", "add"}, {"path", "/metadata/annotations"}, {"value", annotations}});
@@ -549,7 +559,7 @@ MutationResult mutate(const json& pod, const std::string& request_namespace,
     appendContainerOps(*slot.original, slot.container, slot.path, result.patch);
   }
   if (original_volumes != nullptr) {
-    appendOps(result.patch, json::diff(*original_volumes, volumes, "/spec/volumes"));
+    appendDiff(*original_volumes, volumes, "/spec/volumes", result.patch);
   } else if (!volumes.empty()) {
     result.patch.push_back({{"op", "add"}, {"path", "/spec/volumes"}, {"value", volumes}});
   }
