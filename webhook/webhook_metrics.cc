@@ -41,11 +41,23 @@ WebhookMetrics::WebhookMetrics(MetricsRegistry& registry)
                            "Connections closed because no request finished within the deadline.")) {
   // Every series exists from the start, so rate() and alerts see zeros rather than gaps.
   for (const char* outcome : {"mutated", "unchanged", "skipped", "ignored", "bad_request"}) {
-    registry_.counter(kRequests, kRequestsHelp, {{"outcome", outcome}});
+    requests_.emplace_back(outcome,
+                           &registry_.counter(kRequests, kRequestsHelp, {{"outcome", outcome}}));
   }
   for (const char* kind : {"resources", "ipc-lock", "shm", "env", "annotations"}) {
-    registry_.counter(kMutations, kMutationsHelp, {{"kind", kind}});
+    mutations_.emplace_back(kind, &registry_.counter(kMutations, kMutationsHelp, {{"kind", kind}}));
   }
+}
+
+Counter& WebhookMetrics::seriesOf(const Series& series, const char* family, const char* help,
+                                  const char* label, const std::string& value) {
+  for (const auto& [known, counter] : series) {
+    if (known == value) {
+      return *counter;
+    }
+  }
+  // Not one of those registered up front: the registry finds or adds it.
+  return registry_.counter(family, help, {{label, value}});
 }
 
 void WebhookMetrics::setConnections(const ConnectionFigures& figures) {
@@ -59,9 +71,9 @@ void WebhookMetrics::setConnections(const ConnectionFigures& figures) {
 
 void WebhookMetrics::recordReview(const ReviewOutcome& outcome,
                                   std::chrono::duration<double> elapsed) {
-  registry_.counter(kRequests, kRequestsHelp, {{"outcome", outcome.outcome}}).inc();
+  seriesOf(requests_, kRequests, kRequestsHelp, "outcome", outcome.outcome).inc();
   for (const std::string& kind : outcome.applied) {
-    registry_.counter(kMutations, kMutationsHelp, {{"kind", kind}}).inc();
+    seriesOf(mutations_, kMutations, kMutationsHelp, "kind", kind).inc();
   }
   latency_.observe(elapsed.count());
 }

@@ -3,6 +3,9 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "common/metrics.h"
 #include "webhook/review.h"
@@ -35,7 +38,15 @@ public:
   void setConnections(const ConnectionFigures& figures);
 
 private:
+  // The series of a labelled family, found once: a registry lookup per review built a label map
+  // and took the registry's one lock, on every connection thread.
+  using Series = std::vector<std::pair<std::string, Counter*>>;
+  Counter& seriesOf(const Series& series, const char* family, const char* help, const char* label,
+                    const std::string& value);
+
   MetricsRegistry& registry_;
+  Series requests_;
+  Series mutations_;
   Histogram& latency_;
   Gauge& policy_generation_;
   Counter& policy_reload_errors_;
