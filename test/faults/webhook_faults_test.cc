@@ -16,6 +16,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -44,7 +45,7 @@ using test_support::podCreateReview;
 // The API server gives up on a webhook after the configuration's timeoutSeconds (5 in
 // manifests/; 30 at most). A probe not answered within twice that is a lost admission.
 constexpr std::chrono::seconds kProbeDeadline{10};
-constexpr long kMemoryGrowthBoundKiB = 64 * 1024;
+constexpr long kMemoryGrowthBoundKiB = 64L * 1024;
 
 // Memory bounds grow with the server's threads: each may first touch its stack during a case, and
 // the server starts one per connection beyond its 64 core threads. A thread with its connection
@@ -294,7 +295,7 @@ private:
       const std::string uid = "probe-" + std::to_string(i);
       std::string error;
       httplib::SSLClient client("127.0.0.1", port_);
-      client.set_ca_cert_path(ca_.c_str());
+      client.set_ca_cert_path(ca_);
       client.enable_server_certificate_verification(true);
       client.set_connection_timeout(kProbeDeadline);
       client.set_read_timeout(kProbeDeadline);
@@ -454,7 +455,7 @@ protected:
   // The status of a GET on the TLS port (0: no answer within the probe deadline).
   int getStatus(const std::string& path) const {
     httplib::SSLClient client("127.0.0.1", port_);
-    client.set_ca_cert_path((certs_->path() + "/ca.crt").c_str());
+    client.set_ca_cert_path(certs_->path() + "/ca.crt");
     client.enable_server_certificate_verification(true);
     client.set_connection_timeout(kProbeDeadline);
     client.set_read_timeout(kProbeDeadline);
@@ -542,7 +543,8 @@ TEST_F(WebhookFaults, ThousandConcurrentConnections) {
     while (pumping) {
       established = pump(flood, 50ms);
       held = heldOpen(flood);
-      peak_open = std::max<long>(peak_open, metric(scrape(), "rdma_webhook_open_connections"));
+      peak_open = std::max(peak_open.load(),
+                           std::lround(metric(scrape(), "rdma_webhook_open_connections")));
       peak_threads = std::max(peak_threads.load(), threadsOf(process_->pid()));
       peak_rss = std::max(peak_rss.load(), rssKiB(process_->pid()));
     }
@@ -669,7 +671,7 @@ TEST_F(WebhookFaults, DeeplyNestedBodies) {
   for (int round = 0; round < 10; ++round) {
     EXPECT_EQ(post(100000), "HTTP/1.1 400 Bad Request");
   }
-  EXPECT_EQ(post(6 * 1024 * 1024), "HTTP/1.1 400 Bad Request");
+  EXPECT_EQ(post(size_t{6} * 1024 * 1024), "HTTP/1.1 400 Bad Request");
 }
 
 TEST_F(WebhookFaults, OldTlsAndPlaintextRefused) {
