@@ -1,7 +1,7 @@
 // plugin_bench: the device plugin's speed and footprint, each beside a reference measured in the
 // same run. Not a test: it prints figures for BENCHMARKS.md.
 //
-//   plugin_bench [--idle-seconds N] [--rounds N] [--calls N]
+//   plugin_bench [--idle-seconds N] [--rounds N] [--calls N] [--plugin BINARY]
 //
 // 1. start until registered: fork/exec of the plugin until the simulated kubelet has both pools
 //    registered with their first list (kubelet.sock already there); reference: fork/exec of
@@ -142,6 +142,7 @@ struct Setup {
   std::string kubelet_dir;
   std::string config;
   std::vector<std::string> args() const {
+    // --metrics-address as the DaemonSet runs it: the listener is part of the idle footprint.
     return {"--sysfs-root",
             node + "/sys",
             "--proc-root",
@@ -155,11 +156,14 @@ struct Setup {
             "--state-dir",
             tmp.path() + "/state",
             "--config",
-            config};
+            config,
+            "--metrics-address",
+            "127.0.0.1:0"};
   }
 };
 
-int run(int idle_seconds, int rounds, int calls, const std::string& self) {
+int run(int idle_seconds, int rounds, int calls, const std::string& plugin_binary,
+        const std::string& self) {
   Setup s;
   std::system(("cp -a " KUBE_RDMA_FIXTURES "/a100-roce " + s.tmp.path() + "/").c_str());
   s.node = s.tmp.path() + "/a100-roce";
@@ -176,7 +180,7 @@ int run(int idle_seconds, int rounds, int calls, const std::string& self) {
       return 1;
     }
     const auto t0 = Clock::now();
-    auto plugin = PluginProcess::start(KUBE_RDMA_PLUGIN_BINARY, s.args(), log);
+    auto plugin = PluginProcess::start(plugin_binary, s.args(), log);
     if (!plugin || !kubelet.waitFor(bothRegistered, kDeadline)) {
       std::cerr << "plugin did not register:\n" << (plugin ? (*plugin)->logs() : "") << "\n";
       return 1;
@@ -218,7 +222,7 @@ int run(int idle_seconds, int rounds, int calls, const std::string& self) {
   if (!kubelet.start()) {
     return 1;
   }
-  auto plugin = PluginProcess::start(KUBE_RDMA_PLUGIN_BINARY, s.args(), log);
+  auto plugin = PluginProcess::start(plugin_binary, s.args(), log);
   const std::string echo_socket = s.tmp.path() + "/echo.sock";
   auto echo = PluginProcess::start(self, {"--echo-server", echo_socket}, "/dev/null");
   if (!plugin || !echo || !kubelet.waitFor(bothRegistered, kDeadline)) {
@@ -327,7 +331,12 @@ int main(int argc, char** argv) {
     return kube_rdma::runEchoServer(args[1]);
   }
   int idle_seconds = 60, rounds = 10, calls = 2000;
+  std::string plugin_binary = KUBE_RDMA_PLUGIN_BINARY;
   for (size_t i = 0; i + 1 < args.size(); i += 2) {
+    if (args[i] == "--plugin") {
+      plugin_binary = args[i + 1]; // another build of rdma-device-plugin, to compare
+      continue;
+    }
     const int value = std::stoi(args[i + 1]);
     if (args[i] == "--idle-seconds") {
       idle_seconds = value;
@@ -338,5 +347,6 @@ int main(int argc, char** argv) {
     }
   }
   signal(SIGPIPE, SIG_IGN);
-  return kube_rdma::run(idle_seconds, rounds, calls, std::filesystem::canonical("/proc/self/exe"));
+  return kube_rdma::run(idle_seconds, rounds, calls, plugin_binary,
+                        std::filesystem::canonical("/proc/self/exe"));
 }
