@@ -104,17 +104,32 @@ done = function(summary, latency, requests)
 end
 LUA
 
+# CPU seconds (user + system, in clock ticks) used so far by a process and its children threads;
+# for nginx the master and its workers. Per request it is the figure load on the machine
+# disturbs least.
+cpu_ticks() {
+  local total=0 pid
+  for pid in "$@" $(pgrep -P "$1" || true); do
+    total=$((total + $(awk '{print $14 + $15}' "/proc/$pid/stat")))
+  done
+  echo "$total"
+}
+nginx_pid=$(cat "$work/nginx/nginx.pid")
+hz=$(getconf CLK_TCK)
+
 echo "body $(wc -c <"$work/review.json") bytes, reply $(wc -c <"$work/reply.json") bytes," \
   "webhook threads $threads, ${seconds}s per run, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
-printf "%-12s %6s %10s %9s %9s %7s\n" server conns req/s p50_ms p99_ms errors
+printf "%-12s %6s %10s %9s %9s %7s %12s\n" server conns req/s p50_ms p99_ms errors cpu_us/req
 for conns in 32 256; do
-  for target in rdma-webhook:$webhook_port nginx:$nginx_port; do
-    name=${target%%:*}
-    port=${target##*:}
+  for target in rdma-webhook:$webhook_port:${pids[0]} nginx:$nginx_port:$nginx_pid; do
+    IFS=: read -r name port pid <<<"$target"
+    before=$(cpu_ticks "$pid")
     line=$(wrk -t2 -c"$conns" -d"${seconds}s" --timeout 10s -s "$work/post.lua" \
       "https://127.0.0.1:$port/mutate" | grep '^RESULT')
+    after=$(cpu_ticks "$pid")
     eval "${line#RESULT }"
-    printf "%-12s %6s %10s %9s %9s %7s\n" "$name" "$conns" "$rps" "$p50_ms" "$p99_ms" \
-      "$((errors + non2xx))"
+    cpu_us=$(((after - before) * 1000000 / hz / (rps * seconds)))
+    printf "%-12s %6s %10s %9s %9s %7s %12s\n" "$name" "$conns" "$rps" "$p50_ms" "$p99_ms" \
+      "$((errors + non2xx))" "$cpu_us"
   done
 done
