@@ -151,6 +151,7 @@ TEST(SysfsDiscovery, ReadingUntilSelectedPicksWhatTheWholeTablePicks) {
       policyFor(GidFamily::kIPv4, GidType::kRoceV2, "192.0.2.0/24"), // nothing: whole table
   };
   std::vector<std::vector<GidSelectionPolicy>> scans;
+  scans.reserve(policies.size() + 1);
   for (const auto& policy : policies) {
     scans.push_back({policy});
   }
