@@ -7,7 +7,7 @@ packages=(
   build-essential cmake ninja-build pkg-config python3 git
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libcpp-httplib-dev libssl-dev openssl nlohmann-json3-dev libibverbs-dev
-  libgtest-dev libgmock-dev libbenchmark-dev libgoogle-perftools-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev
 )
 # Extra packages for the end-to-end, load and manifest stages.
