@@ -1,6 +1,5 @@
 #include "plugin/http_message.h"
 
-#include <charconv>
 #include <cstring>
 #include <utility>
 
@@ -70,29 +69,6 @@ std::string_view nextLine(std::string_view& rest) {
 }
 
 } // namespace
-
-Result<HostPort> parseHttpListenAddress(const std::string& address) {
-  const auto colon = address.rfind(':');
-  if (colon == std::string::npos) {
-    return makeError("listen address '" + address + "' is not HOST:PORT");
-  }
-  HostPort out;
-  out.host = address.substr(0, colon);
-  if (out.host.size() >= 2 && out.host.front() == '[' && out.host.back() == ']') {
-    out.host = out.host.substr(1, out.host.size() - 2);
-  }
-  if (out.host.empty()) {
-    out.host = "0.0.0.0";
-  }
-  const std::string_view port_text = std::string_view(address).substr(colon + 1);
-  const auto [end, ec] =
-      std::from_chars(port_text.data(), port_text.data() + port_text.size(), out.port);
-  if (port_text.empty() || ec != std::errc() || end != port_text.data() + port_text.size() ||
-      out.port < 0 || out.port > 65535) {
-    return makeError("listen address '" + address + "' has no valid port (0-65535)");
-  }
-  return out;
-}
 
 size_t requestHeadLength(std::string_view buffer) {
   // The head ends at the first empty line: "\n\n" or "\n\r\n".

@@ -24,19 +24,7 @@ struct HttpResponse {
   std::string body;
 };
 
-struct HostPort {
-  std::string host; // brackets of an IPv6 literal removed; "0.0.0.0" for ":PORT"
-  int port = 0;     // 0: any free port
-};
-
 using HttpHandler = std::function<HttpResponse(const HttpRequestHead&)>;
-
-/**
- * "HOST:PORT", "[V6]:PORT" or ":PORT" (every IPv4 address). The plugin's copy of what
- * webhook/flags.h parseListenAddress does (the plugin does not link the webhook); the two belong
- * in common/ together.
- */
-Result<HostPort> parseHttpListenAddress(const std::string& address);
 
 /**
  * @return the length of the request head at the start of `buffer`, blank line included, or 0 while

@@ -14,6 +14,8 @@
 #include <exception>
 #include <utility>
 
+#include "common/listen_address.h"
+
 namespace kube_rdma {
 
 struct HttpServer::Connection {
@@ -50,7 +52,7 @@ int boundPort(int fd) {
 Result<std::unique_ptr<HttpServer>> HttpServer::start(const std::string& address,
                                                       HttpHandler handler, const Clock& clock,
                                                       Logger& logger, HttpServerLimits limits) {
-  auto listen = parseHttpListenAddress(address);
+  auto listen = parseListenAddress(address);
   if (!listen) {
     return listen.error();
   }

@@ -27,7 +27,7 @@ struct HttpServerLimits {
 class HttpServer {
 public:
   /**
-   * @param address "HOST:PORT" (parseHttpListenAddress); port 0 picks a free one.
+   * @param address "HOST:PORT" (parseListenAddress); port 0 picks a free one.
    * @param clock for the per-connection deadlines; must outlive the server.
    * @param logger must outlive the server.
    */

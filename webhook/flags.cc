@@ -19,24 +19,6 @@ Result<long> parseNumber(const std::string& flag, const std::string& text, long 
 
 } // namespace
 
-Result<ListenAddress> parseListenAddress(const std::string& text) {
-  const size_t colon = text.rfind(':');
-  if (colon == std::string::npos) {
-    return makeError("address \"" + text + "\" has no port (want HOST:PORT or :PORT)");
-  }
-  std::string host = text.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-  } else if (host.find(':') != std::string::npos) {
-    return makeError("address \"" + text + "\": write IPv6 hosts in brackets, [::1]:8443");
-  }
-  Result<long> port = parseNumber("port of \"" + text + "\"", text.substr(colon + 1), 0, 65535);
-  if (!port.ok()) {
-    return port.error();
-  }
-  return ListenAddress{host.empty() ? "0.0.0.0" : host, static_cast<int>(*port)};
-}
-
 Result<WebhookFlags> parseWebhookFlags(const std::vector<std::string>& args) {
   std::map<std::string, std::string> values;
   static const std::vector<std::string> kKnown = {

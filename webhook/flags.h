@@ -4,17 +4,13 @@
 #include <string>
 #include <vector>
 
+#include "common/listen_address.h"
 #include "common/log.h"
 #include "common/result.h"
 
 // rdma-webhook's command line (DESIGN.md "Interfaces"). Parsing is a pure function so every flag
 // and every error is testable without starting the server.
 namespace kube_rdma {
-
-struct ListenAddress {
-  std::string host; // "0.0.0.0" for ":8443"
-  int port = 0;
-};
 
 struct WebhookFlags {
   std::string tls_cert_file;
@@ -32,9 +28,6 @@ struct WebhookFlags {
   // removed before the listener closes.
   std::chrono::seconds shutdown_delay{5};
 };
-
-// "HOST:PORT", ":PORT" or "[V6]:PORT".
-Result<ListenAddress> parseListenAddress(const std::string& text);
 
 // `args` excludes the program name. Flags take "--name=value" or "--name value".
 Result<WebhookFlags> parseWebhookFlags(const std::vector<std::string>& args);

@@ -12,30 +12,6 @@ namespace {
 
 using namespace std::string_literals;
 
-TEST(ParseHttpListenAddress, HostPortForms) {
-  auto v4 = parseHttpListenAddress("127.0.0.1:9400");
-  ASSERT_TRUE(v4.ok()) << v4.error().message;
-  EXPECT_EQ(v4->host, "127.0.0.1");
-  EXPECT_EQ(v4->port, 9400);
-  auto any = parseHttpListenAddress(":0");
-  ASSERT_TRUE(any.ok());
-  EXPECT_EQ(any->host, "0.0.0.0");
-  EXPECT_EQ(any->port, 0);
-  auto v6 = parseHttpListenAddress("[::1]:65535");
-  ASSERT_TRUE(v6.ok());
-  EXPECT_EQ(v6->host, "::1");
-  EXPECT_EQ(v6->port, 65535);
-}
-
-TEST(ParseHttpListenAddress, RejectsWhatIsNotAPort) {
-  for (const std::string bad : {"9400", "host:", "host:65536", "host:-1", "host:94x0", ":+1"}) {
-    auto parsed = parseHttpListenAddress(bad);
-    ASSERT_FALSE(parsed.ok()) << bad;
-    EXPECT_NE(parsed.error().message.find("'" + bad + "'"), std::string::npos)
-        << parsed.error().message;
-  }
-}
-
 TEST(RequestHeadLength, EndsAtTheFirstBlankLine) {
   const std::string crlf = "GET /metrics HTTP/1.1\r\nHost: a\r\n\r\n";
   EXPECT_EQ(requestHeadLength(crlf), crlf.size());

@@ -1,0 +1,31 @@
+#include "common/listen_address.h"
+
+#include <charconv>
+
+namespace kube_rdma {
+
+Result<ListenAddress> parseListenAddress(const std::string& text) {
+  const size_t colon = text.rfind(':');
+  if (colon == std::string::npos) {
+    return makeError("address \"" + text + "\" has no port (want HOST:PORT or :PORT)");
+  }
+  std::string host = text.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  } else if (host.find(':') != std::string::npos) {
+    return makeError("address \"" + text + "\": write IPv6 hosts in brackets, [::1]:8443");
+  }
+  const std::string port_text = text.substr(colon + 1);
+  int port = 0;
+  const auto [end, ec] =
+      std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+  if (port_text.empty() || ec != std::errc() || end != port_text.data() + port_text.size() ||
+      port < 0 || port > 65535) {
+    return makeError("address \"" + text +
+                     "\": the port must be a whole number in [0, 65535], got \"" + port_text +
+                     "\"");
+  }
+  return ListenAddress{host.empty() ? "0.0.0.0" : host, port};
+}
+
+} // namespace kube_rdma
