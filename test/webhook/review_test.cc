@@ -142,7 +142,7 @@ TEST(Review, BodiesThatAreNotAdmissionReviewsAre400WithAMessage) {
        "no request"},
       {no_uid.dump(), "request.uid is missing"},
       {"{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"\xff\"}", "not JSON"},
-      {std::string(6 * 1024 * 1024, '['), "nests deeper than 100"},
+      {std::string(size_t{6} * 1024 * 1024, '['), "nests deeper than 100"},
       {"{\"a\":" + std::string(101, '[') + std::string(101, ']') + "}", "nests deeper than 100"},
   };
   for (const auto& [body, message] : cases) {
@@ -243,7 +243,7 @@ TEST(RecordedReviews, LargeUnreadMembersDoNotChangeThePatch) {
   pod["metadata"]["managedFields"] = fields;
   pod["status"] = {{"phase", "Pending"}, {"qosClass", "Burstable"}};
   for (json& c : pod["spec"]["containers"]) {
-    c["command"] = json::array({"bash", "-c", std::string(64 * 1024, 'x')});
+    c["command"] = json::array({"bash", "-c", std::string(size_t{64} * 1024, 'x')});
     c["args"] = json::array({"--[not]{json}", "\"quoted\""});
   }
   const MutationResult expected =
