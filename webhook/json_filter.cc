@@ -17,7 +17,8 @@ using nlohmann::json;
 class FilteringParser {
 public:
   FilteringParser(std::string_view text, size_t max_depth)
-      : p_(text.data()), end_(text.data() + text.size()), max_depth_(max_depth) {}
+      : begin_(text.data()), p_(text.data()), end_(text.data() + text.size()),
+        max_depth_(max_depth) {}
 
   Result<json> parse(const JsonFilter& filter) {
     json root;
@@ -30,7 +31,11 @@ public:
     if (too_deep_) {
       return makeError("nests deeper than " + std::to_string(max_depth_) + " levels");
     }
-    return makeError("not JSON");
+    // Where parsing stopped: the offending byte, or the end of a text that stops too early.
+    const auto at = std::to_string(p_ - begin_);
+    const auto size = std::to_string(end_ - begin_);
+    return makeError(p_ == end_ ? "not JSON: the text ends early (byte " + at + " of " + size + ")"
+                                : "not JSON: unexpected byte at offset " + at + " of " + size);
   }
 
 private:
@@ -395,6 +400,7 @@ private:
     return true;
   }
 
+  const char* const begin_;
   const char* p_;
   const char* const end_;
   const size_t max_depth_;

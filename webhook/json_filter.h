@@ -37,9 +37,10 @@ private:
   std::vector<std::pair<std::string, JsonFilter>> members_;
 };
 
-// Parses `text` keeping what `filter` keeps. Errors: "not JSON" (syntax, invalid UTF-8, trailing
-// bytes) and "nests deeper than N levels" (objects and arrays, counted in dropped parts too: a
-// body of a million '[' is refused at level max_depth + 1 without building anything).
+// Parses `text` keeping what `filter` keeps. Errors: "not JSON: ..." with the byte offset where
+// parsing stopped (syntax, invalid UTF-8, trailing bytes, a text that ends early) and "nests deeper
+// than N levels" (objects and arrays, counted in dropped parts too: a body of a million '[' is
+// refused at level max_depth + 1 without building anything).
 Result<nlohmann::json> parseFiltered(std::string_view text, const JsonFilter& filter,
                                      size_t max_depth);
 

@@ -48,9 +48,21 @@ TEST(JsonFilter, AKeptMemberThatRepeatsTakesTheLastValueLikeADomParse) {
 
 TEST(JsonFilter, SyntaxErrorsInDroppedPartsStillMakeTheTextNotJson) {
   const JsonFilter filter = {{"a", kAll}};
-  for (const std::string text : {R"({"a":1,"b":[1,}})", R"({"a":1,"b":"\x"})",
-                                 "{\"a\":1,\"b\":\"\xff\"}", R"({"a":1} trailing)", "", "{"}) {
-    EXPECT_EQ(parsedOrError(text, filter), json({{"error", "not JSON"}})) << text;
+  const struct {
+    std::string text;
+    std::string error;
+  } cases[] = {
+      {R"({"a":1,"b":[1,}})", "not JSON: unexpected byte at offset 14 of 16"},
+      {R"({"a":1,"b":"\x"})", "not JSON: unexpected byte at offset "},
+      {"{\"a\":1,\"b\":\"\xff\"}", "not JSON: unexpected byte at offset "},
+      {R"({"a":1} trailing)", "not JSON: unexpected byte at offset 8 of 16"},
+      {"", "not JSON: the text ends early (byte 0 of 0)"},
+      {"{", "not JSON: the text ends early (byte 1 of 1)"},
+  };
+  for (const auto& c : cases) {
+    const json got = parsedOrError(c.text, filter);
+    ASSERT_TRUE(got.contains("error")) << c.text;
+    EXPECT_EQ(got["error"].get<std::string>().rfind(c.error, 0), 0u) << got["error"];
   }
 }
 
