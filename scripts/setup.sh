@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages kube-rdma builds and tests with, only those missing.
 # Idempotent and quiet when everything is there.
+#   setup.sh          what the build needs (the demo, the Dockerfile's build stage)
+#   setup.sh --tests  and Node.js with npm, on which the manifest validators run (scripts/test.sh)
+#   setup.sh --all    and the benchmarks' load tools (wrk, nginx, curl)
 set -euo pipefail
 
 packages=(
@@ -10,10 +13,13 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev
 )
-# Extra packages for the end-to-end, load and manifest stages.
-if [[ "${1:-}" == "--all" ]]; then
-  packages+=(wrk nginx-light curl)
-fi
+with_node=
+case "${1:-}" in
+  "") ;;
+  --tests) with_node=1 ;;
+  --all) with_node=1 packages+=(wrk nginx-light curl) ;;
+  *) echo "setup: unknown option '$1' (--tests or --all)" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do
@@ -21,6 +27,12 @@ for p in "${packages[@]}"; do
     missing+=("$p")
   fi
 done
+# Node.js and npm by command, not by package: a Node.js from elsewhere (NodeSource's nodejs
+# carries its own npm, which Debian's npm package would conflict with) serves as well.
+if [[ -n "$with_node" ]]; then
+  command -v node >/dev/null || missing+=(nodejs)
+  command -v npm >/dev/null || missing+=(npm)
+fi
 [[ ${#missing[@]} -eq 0 ]] && exit 0
 
 echo "setup: installing ${missing[*]}" >&2

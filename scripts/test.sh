@@ -9,7 +9,7 @@
 # Benchmarks are not run here: they use optimised builds (BENCHMARKS.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
+scripts/setup.sh --tests
 source scripts/sanitizer-env.sh
 
 build_dir=${BUILD_DIR:-build-test}
