@@ -1,8 +1,8 @@
 #include "webhook/mutator.h"
 
 #include <algorithm>
-#include <array>
 #include <optional>
+#include <string_view>
 #include <utility>
 
 #include "common/shorthand.h"
@@ -15,7 +15,8 @@ using nlohmann::json;
 constexpr const char* kShmPath = "/dev/shm";
 constexpr const char* kSocketIfname = "NCCL_SOCKET_IFNAME";
 
-const json* member(const json& object, const std::string& key) {
+// Keys are looked up as string_view: nlohmann's std::less<> finds them without a std::string.
+const json* member(const json& object, std::string_view key) {
   if (!object.is_object()) {
     return nullptr;
   }
@@ -23,17 +24,33 @@ const json* member(const json& object, const std::string& key) {
   return it == object.end() ? nullptr : &*it;
 }
 
-std::string stringMember(const json& object, const std::string& key) {
+// A view into `object`; "" when the member is absent or not a string.
+std::string_view stringMember(const json& object, std::string_view key) {
   const json* value = member(object, key);
-  return value != nullptr && value->is_string() ? value->get<std::string>() : std::string();
+  return value != nullptr && value->is_string()
+             ? std::string_view(value->get_ref<const std::string&>())
+             : std::string_view();
 }
 
-bool listed(const std::vector<std::string>& list, const std::string& value) {
+bool listed(const std::vector<std::string>& list, std::string_view value) {
   return std::find(list.begin(), list.end(), value) != list.end();
 }
 
-std::string quoted(const std::string& text) {
-  return "\"" + text + "\"";
+std::string inQuotes(std::string_view text) {
+  std::string out;
+  out.reserve(text.size() + 2);
+  out.append(1, '"').append(text).append(1, '"');
+  return out;
+}
+
+// An RFC 6902 operation, built in place (an initializer list would copy `value`).
+json operation(const char* op, std::string path, json value) {
+  json out = json::object();
+  json::object_t& members = out.get_ref<json::object_t&>();
+  members.emplace("op", op);
+  members.emplace("path", std::move(path));
+  members.emplace("value", std::move(value));
+  return out;
 }
 
 // An array member, created empty when absent, so appends never need a parent that is missing.
@@ -43,6 +60,16 @@ json& arrayMember(json& object, const char* key) {
     value = json::array();
   }
   return value;
+}
+
+// Appending to a member that is neither absent, null nor an array fails as json::push_back does
+// (the pod is then left unchanged as malformed), at the moment the old in-place append failed.
+void requireAppendable(const json& container, const char* key) {
+  const json* value = member(container, key);
+  if (value != nullptr && !value->is_null() && !value->is_array()) {
+    throw json::type_error::create(
+        308, "cannot use push_back() with " + std::string(value->type_name()), value);
+  }
 }
 
 bool asksFor(const json& container, const std::string& resource) {
@@ -56,13 +83,13 @@ bool asksFor(const json& container, const std::string& resource) {
   return false;
 }
 
-std::optional<std::string> rdmaResourceOf(const json& container, const WebhookPolicy& policy) {
+const std::string* rdmaResourceOf(const json& container, const WebhookPolicy& policy) {
   for (const std::string& resource : policy.resources) {
     if (asksFor(container, resource)) {
-      return resource;
+      return &resource;
     }
   }
-  return std::nullopt;
+  return nullptr;
 }
 
 std::string skipReason(const json& annotations, const std::string& ns,
@@ -98,7 +125,8 @@ Result<ShorthandTarget> resolveShorthandTarget(const json& spec, const json& ann
   if (!value->is_string()) {
     return makeError(std::string(kRdmaAnnotation) + " must be a string");
   }
-  Result<ShorthandRequest> request = resolveShorthand(value->get<std::string>(), policy.shorthand);
+  Result<ShorthandRequest> request =
+      resolveShorthand(value->get_ref<const std::string&>(), policy.shorthand);
   if (!request.ok()) {
     return makeError(std::string(kRdmaAnnotation) + ": " + request.error().message);
   }
@@ -108,19 +136,19 @@ Result<ShorthandTarget> resolveShorthandTarget(const json& spec, const json& ann
   }
   const json* target = &containers->front();
   if (member(annotations, kRdmaContainerAnnotation) != nullptr) {
-    const std::string wanted = stringMember(annotations, kRdmaContainerAnnotation);
+    const std::string_view wanted = stringMember(annotations, kRdmaContainerAnnotation);
     auto it = std::find_if(containers->begin(), containers->end(),
                            [&wanted](const json& c) { return stringMember(c, "name") == wanted; });
     if (wanted.empty() || it == containers->end()) {
       return makeError(std::string(kRdmaContainerAnnotation) +
-                       " names no container of the pod: " + quoted(wanted));
+                       " names no container of the pod: " + inQuotes(wanted));
     }
     target = &*it;
   }
-  if (std::optional<std::string> existing = rdmaResourceOf(*target, policy)) {
+  if (const std::string* existing = rdmaResourceOf(*target, policy)) {
     if (*existing != request->resource) {
       return makeError(std::string(kRdmaAnnotation) + " asks for " + request->resource +
-                       " but container " + quoted(stringMember(*target, "name")) +
+                       " but container " + inQuotes(stringMember(*target, "name")) +
                        " already asks for " + *existing);
     }
     return ShorthandTarget{}; // already there: a second pass adds nothing
@@ -202,30 +230,53 @@ std::vector<PolicyEnvVar> envFor(const json& spec, const NodePoolProfile* profil
   return env;
 }
 
-const json* envEntry(const json& container, const std::string& name) {
-  const json* env = member(container, "env");
-  if (env == nullptr || !env->is_array()) {
-    return nullptr;
+// An RDMA container's changes. The arrays the webhook only appends to (env, volumeMounts) are
+// not copied: the new elements are kept apart and read together with the pod's. The members
+// edited in place (resources, securityContext) are copied, and only when they change.
+struct Slot {
+  std::string path; // JSON Pointer of the container
+  const json* original;
+  json edited = json::object(); // changed members only, whole
+  std::vector<json> env;        // appended to env
+  std::vector<json> mounts;     // appended to volumeMounts
+
+  std::string_view name() const { return stringMember(*original, "name"); }
+
+  // The first element of array member `list` (the pod's, then the appended ones) that `match`es.
+  template <typename Match> const json* findIf(std::string_view list, Match match) const {
+    if (const json* items = member(*original, list); items != nullptr && items->is_array()) {
+      if (auto it = std::find_if(items->begin(), items->end(), match); it != items->end()) {
+        return &*it;
+      }
+    }
+    const std::vector<json>& added = list == "env" ? env : mounts;
+    auto it = std::find_if(added.begin(), added.end(), match);
+    return it == added.end() ? nullptr : &*it;
   }
-  auto it = std::find_if(env->begin(), env->end(),
-                         [&name](const json& e) { return stringMember(e, "name") == name; });
-  return it == env->end() ? nullptr : &*it;
-}
+
+  const json* envEntry(std::string_view var) const {
+    return findIf("env", [var](const json& e) { return stringMember(e, "name") == var; });
+  }
+};
 
 // The added names, in policy order.
-std::vector<std::string> addEnv(json& container, const std::vector<PolicyEnvVar>& env) {
+std::vector<std::string> addEnv(Slot& slot, const std::vector<PolicyEnvVar>& env) {
   std::vector<std::string> added;
   for (const PolicyEnvVar& var : env) {
-    if (envEntry(container, var.name) == nullptr) {
-      arrayMember(container, "env").push_back({{"name", var.name}, {"value", var.value}});
+    if (slot.envEntry(var.name) == nullptr) {
+      requireAppendable(*slot.original, "env");
+      json entry = json::object();
+      entry.get_ref<json::object_t&>().emplace("name", var.name);
+      entry.get_ref<json::object_t&>().emplace("value", var.value);
+      slot.env.push_back(std::move(entry));
       added.push_back(var.name);
     }
   }
   return added;
 }
 
-bool addIpcLock(json& container) {
-  const json* context = member(container, "securityContext");
+bool addIpcLock(Slot& slot) {
+  const json* context = member(*slot.original, "securityContext");
   if (context != nullptr && member(*context, "privileged") != nullptr &&
       (*context)["privileged"] == true) {
     return false;
@@ -241,7 +292,11 @@ bool addIpcLock(json& container) {
       return false;
     }
   }
-  arrayMember(container["securityContext"]["capabilities"], "add").push_back("IPC_LOCK");
+  json& edited = slot.edited["securityContext"];
+  if (context != nullptr) {
+    edited = *context;
+  }
+  arrayMember(edited["capabilities"], "add").push_back("IPC_LOCK");
   return true;
 }
 
@@ -251,7 +306,7 @@ bool mountsShm(const json& container) {
     return false;
   }
   return std::any_of(mounts->begin(), mounts->end(), [](const json& m) {
-    const std::string path = stringMember(m, "mountPath");
+    const std::string_view path = stringMember(m, "mountPath");
     return path == kShmPath || path == "/dev/shm/" || path == "/dev" || path == "/dev/";
   });
 }
@@ -270,8 +325,13 @@ std::string ensureShmVolume(json& volumes, const std::string& size_limit) {
     auto it = std::find_if(volumes.begin(), volumes.end(),
                            [&name](const json& v) { return stringMember(v, "name") == name; });
     if (it == volumes.end()) {
-      volumes.push_back(
-          {{"name", name}, {"emptyDir", {{"medium", "Memory"}, {"sizeLimit", size_limit}}}});
+      json empty_dir = json::object();
+      empty_dir.get_ref<json::object_t&>().emplace("medium", "Memory");
+      empty_dir.get_ref<json::object_t&>().emplace("sizeLimit", size_limit);
+      json volume = json::object();
+      volume.get_ref<json::object_t&>().emplace("name", name);
+      volume.get_ref<json::object_t&>().emplace("emptyDir", std::move(empty_dir));
+      volumes.push_back(std::move(volume));
       return name;
     }
     if (isOurShmVolume(*it)) {
@@ -290,13 +350,14 @@ std::optional<double> podMemoryLimit(const json& spec) {
       continue;
     }
     for (const json& c : *containers) {
-      if (std::string(list) == "initContainers" && stringMember(c, "restartPolicy") != "Always") {
+      if (std::string_view(list) == "initContainers" &&
+          stringMember(c, "restartPolicy") != "Always") {
         continue;
       }
       const json* resources = member(c, "resources");
       const json* limits = resources != nullptr ? member(*resources, "limits") : nullptr;
-      Result<double> limit =
-          parseQuantity(limits != nullptr ? stringMember(*limits, "memory") : "");
+      Result<double> limit = parseQuantity(
+          std::string(limits != nullptr ? stringMember(*limits, "memory") : std::string_view()));
       if (!limit.ok()) {
         return std::nullopt;
       }
@@ -306,36 +367,35 @@ std::optional<double> podMemoryLimit(const json& spec) {
   return total;
 }
 
-// The sizeLimit of the memory volume mounted at /dev/shm in `container`, if any.
-std::optional<std::string> shmSizeLimit(const json& volumes, const json& container) {
-  const json* mounts = member(container, "volumeMounts");
-  if (mounts == nullptr || !mounts->is_array()) {
-    return std::nullopt;
-  }
-  for (const json& m : *mounts) {
+// The sizeLimit of the memory volume mounted at /dev/shm in the container, if any.
+std::optional<std::string> shmSizeLimit(const json& volumes, const Slot& slot) {
+  std::optional<std::string> limit;
+  slot.findIf("volumeMounts", [&](const json& m) {
     if (stringMember(m, "mountPath") != kShmPath) {
-      continue;
+      return false;
     }
     for (const json& v : volumes) {
       if (stringMember(v, "name") == stringMember(m, "name") && isOurShmVolume(v)) {
-        const std::string limit = stringMember(v["emptyDir"], "sizeLimit");
-        return limit.empty() ? std::nullopt : std::optional<std::string>(limit);
+        const std::string_view size = stringMember(v["emptyDir"], "sizeLimit");
+        limit = size.empty() ? std::nullopt : std::optional<std::string>(size);
+        return true;
       }
     }
-  }
-  return std::nullopt;
+    return false;
+  });
+  return limit;
 }
 
-void warnAbout(const json& spec, const json& volumes, const std::vector<const json*>& rdma,
+void warnAbout(const json& spec, const json& volumes, const std::vector<Slot>& slots,
                std::vector<std::string>& out) {
-  for (const json* c : rdma) {
-    const std::string name = quoted(stringMember(*c, "name"));
-    if (const json* e = envEntry(*c, "NCCL_IB_DISABLE"); e && stringMember(*e, "value") == "1") {
+  for (const Slot& slot : slots) {
+    const std::string name = inQuotes(slot.name());
+    if (const json* e = slot.envEntry("NCCL_IB_DISABLE"); e && stringMember(*e, "value") == "1") {
       out.push_back("container " + name + " sets NCCL_IB_DISABLE=1: NCCL will not use RDMA");
     }
-    if (const json* e = envEntry(*c, "NCCL_IB_HCA")) {
-      const std::string value = stringMember(*e, "value");
-      const std::string list = value.rfind('^', 0) == 0 ? value.substr(1) : value;
+    if (const json* e = slot.envEntry("NCCL_IB_HCA")) {
+      const std::string_view value = stringMember(*e, "value");
+      const std::string_view list = value.starts_with('^') ? value.substr(1) : value;
       if (!list.empty() && list.front() != '=') {
         out.push_back("container " + name +
                       ": NCCL_IB_HCA without '=' matches prefixes (mlx5_1 also picks mlx5_10..19)");
@@ -343,8 +403,8 @@ void warnAbout(const json& spec, const json& volumes, const std::vector<const js
     }
   }
   const std::optional<double> memory = podMemoryLimit(spec);
-  for (const json* c : rdma) {
-    std::optional<std::string> limit = shmSizeLimit(volumes, *c);
+  for (const Slot& slot : slots) {
+    std::optional<std::string> limit = shmSizeLimit(volumes, slot);
     Result<double> bytes = parseQuantity(limit.value_or(""));
     if (memory && bytes.ok() && *bytes > *memory) {
       out.push_back("/dev/shm sizeLimit " + *limit +
@@ -359,7 +419,7 @@ json mergeRecord(const json* previous, json record) {
   if (previous == nullptr || !previous->is_string()) {
     return record;
   }
-  json old = json::parse(previous->get<std::string>(), nullptr, false);
+  json old = json::parse(previous->get_ref<const std::string&>(), nullptr, false);
   if (!old.is_object() || !old.contains("containers") || !old["containers"].is_object()) {
     return record;
   }
@@ -380,14 +440,14 @@ json mergeRecord(const json* previous, json record) {
 }
 
 // json::diff(before, after, path) appended to `patch`. When `after` only appends to the array
-// `before` (what the webhook does to env, volumeMounts, volumes) the result is known without
-// json::diff's walk, which builds a path string for every member of every equal element: one
-// "add" at "/-" per new element, exactly as json::diff writes them.
-void appendDiff(const json& before, const json& after, const std::string& path, json& patch) {
+// `before` (what the webhook does to volumes) the result is known without json::diff's walk,
+// which builds a path string for every member of every equal element: one "add" at "/-" per new
+// element, exactly as json::diff writes them.
+void appendDiff(const json& before, json after, const std::string& path, json& patch) {
   if (before.is_array() && after.is_array() && after.size() >= before.size() &&
       std::equal(before.begin(), before.end(), after.begin())) {
     for (size_t i = before.size(); i < after.size(); ++i) {
-      patch.push_back({{"op", "add"}, {"path", path + "/-"}, {"value", after[i]}});
+      patch.push_back(operation("add", path + "/-", std::move(after[i])));
     }
     return;
   }
@@ -396,40 +456,48 @@ void appendDiff(const json& before, const json& after, const std::string& path, 
   }
 }
 
-// The members of a container the webhook may change. Only these (plus what the rules read) are
-// copied, and only these are diffed: a container's command, args, ports, probes are never
-// touched, so copying and comparing them would only cost time.
-constexpr std::array<const char*, 4> kEditableMembers = {"env", "resources", "securityContext",
-                                                         "volumeMounts"};
-
-json editableCopy(const json& container) {
-  json copy = json::object();
-  for (const char* key :
-       {"name", "envFrom", "env", "resources", "securityContext", "volumeMounts"}) {
-    if (const json* value = member(container, key)) {
-      copy[key] = *value;
-    }
+// The operations json::diff gives for the array member `key` of `container` with `items`
+// appended: "/-" adds to an array, the whole array where there was none, a replace of a null.
+void appendArrayOps(const json& container, const char* key, std::vector<json> items,
+                    const std::string& path, json& patch) {
+  if (items.empty()) {
+    return;
   }
-  return copy;
+  const std::string member_path = path + "/" + key;
+  const json* before = member(container, key);
+  if (before != nullptr && before->is_array()) {
+    for (json& item : items) {
+      patch.push_back(operation("add", member_path + "/-", std::move(item)));
+    }
+    return;
+  }
+  json after(std::move(items));
+  if (before == nullptr) {
+    patch.push_back(operation("add", member_path, std::move(after)));
+  } else {
+    appendDiff(*before, std::move(after), member_path, patch);
+  }
 }
 
-// json::diff per changed member: it adds missing members as whole values, appends with "/-",
+// In json::diff's order of the container's members: env, resources, securityContext,
+// volumeMounts. The edited objects are diffed: json::diff adds missing members as whole values,
 // escapes keys with ~0/~1 and replaces only paths that exist.
-void appendContainerOps(const json& original, const json& edited, const std::string& path,
-                        json& patch) {
-  for (const char* key : kEditableMembers) {
-    const json* after = member(edited, key);
-    const json* before = member(original, key);
-    if (after == nullptr || (before != nullptr && *before == *after)) {
+void appendContainerOps(Slot& slot, json& patch) {
+  appendArrayOps(*slot.original, "env", std::move(slot.env), slot.path, patch);
+  for (const char* key : {"resources", "securityContext"}) {
+    auto after = slot.edited.find(key);
+    const json* before = member(*slot.original, key);
+    if (after == slot.edited.end() || (before != nullptr && *before == *after)) {
       continue;
     }
-    const std::string member_path = path + "/" + key;
+    const std::string member_path = slot.path + "/" + key;
     if (before == nullptr) {
-      patch.push_back({{"op", "add"}, {"path", member_path}, {"value", *after}});
+      patch.push_back(operation("add", member_path, std::move(*after)));
     } else {
-      appendDiff(*before, *after, member_path, patch);
+      appendDiff(*before, std::move(*after), member_path, patch);
     }
   }
+  appendArrayOps(*slot.original, "volumeMounts", std::move(slot.mounts), slot.path, patch);
 }
 
 MutationResult mutate(const json& pod, const std::string& request_namespace,
@@ -439,7 +507,7 @@ MutationResult mutate(const json& pod, const std::string& request_namespace,
   const json* original_annotations = metadata ? member(*metadata, "annotations") : nullptr;
   const json no_annotations = json::object();
   const json& annotations_in = original_annotations ? *original_annotations : no_annotations;
-  std::string ns = metadata ? stringMember(*metadata, "namespace") : "";
+  std::string ns(metadata ? stringMember(*metadata, "namespace") : std::string_view());
   if (ns.empty()) {
     ns = request_namespace;
   }
@@ -449,7 +517,7 @@ MutationResult mutate(const json& pod, const std::string& request_namespace,
     return result;
   }
 
-  const json& spec = *original_spec; // read only: the pieces that change are copied below
+  const json& spec = *original_spec; // read only: what changes is kept in the slots
   Result<ShorthandTarget> shorthand = resolveShorthandTarget(spec, annotations_in, policy);
   if (!shorthand.ok()) {
     result.skipped = "bad shorthand";
@@ -457,13 +525,8 @@ MutationResult mutate(const json& pod, const std::string& request_namespace,
     return result;
   }
 
-  // The editable members of each RDMA container, with its JSON Pointer; the rest of the pod
-  // (often most of it: managedFields, other containers) is never copied.
-  struct Slot {
-    std::string path;
-    const json* original;
-    json container;
-  };
+  // The RDMA containers; the rest of the pod (often most of it: managedFields, other
+  // containers) is never copied.
   std::vector<Slot> slots;
   json record = json::object();
   for (const char* list : {"initContainers", "containers"}) {
@@ -471,14 +534,17 @@ MutationResult mutate(const json& pod, const std::string& request_namespace,
     for (size_t i = 0; items != nullptr && items->is_array() && i < items->size(); ++i) {
       const json& c = (*items)[i];
       const bool target = &c == shorthand->container;
-      if (!target && !rdmaResourceOf(c, policy)) {
+      if (!target && rdmaResourceOf(c, policy) == nullptr) {
         continue;
       }
-      Slot slot{"/spec/" + std::string(list) + "/" + std::to_string(i), &c, editableCopy(c)};
+      Slot slot{"/spec/" + std::string(list) + "/" + std::to_string(i), &c, json::object(), {}, {}};
       if (target) {
-        addShorthandResource(slot.container, shorthand->request);
+        if (const json* resources = member(c, "resources")) {
+          slot.edited["resources"] = *resources;
+        }
+        addShorthandResource(slot.edited, shorthand->request);
         result.applied.insert("resources");
-        record["containers"][stringMember(c, "name")].push_back("resources");
+        record["containers"][std::string(slot.name())].push_back("resources");
       }
       slots.push_back(std::move(slot));
     }
@@ -494,27 +560,30 @@ MutationResult mutate(const json& pod, const std::string& request_namespace,
   const std::string size_limit =
       profile && profile->shm_size_limit ? *profile->shm_size_limit : policy.shm_size_limit;
   for (Slot& slot : slots) {
-    json& c = slot.container;
-    const std::string name = stringMember(c, "name");
+    const std::string name(slot.name());
     json& items = record["containers"][name];
-    const json* env_from = member(c, "envFrom");
+    const json* env_from = member(*slot.original, "envFrom");
     if (env_from != nullptr && env_from->is_array() && !env_from->empty() &&
         policy.env_from == EnvFromMode::kSkip) {
-      result.warnings.push_back("container " + quoted(name) +
+      result.warnings.push_back("container " + inQuotes(name) +
                                 " uses envFrom: policy env not added (envFrom: skip)");
     } else {
-      for (const std::string& added : addEnv(c, env)) {
+      for (const std::string& added : addEnv(slot, env)) {
         result.applied.insert("env");
         items.push_back("env:" + added);
       }
     }
-    if (policy.ipc_lock && addIpcLock(c)) {
+    if (policy.ipc_lock && addIpcLock(slot)) {
       result.applied.insert("ipc-lock");
       items.push_back("ipc-lock");
     }
-    if (policy.shm && !mountsShm(c)) {
+    if (policy.shm && !mountsShm(*slot.original)) {
       const std::string volume = ensureShmVolume(volumes, size_limit);
-      arrayMember(c, "volumeMounts").push_back({{"name", volume}, {"mountPath", kShmPath}});
+      requireAppendable(*slot.original, "volumeMounts");
+      json mount = json::object();
+      mount.get_ref<json::object_t&>().emplace("name", volume);
+      mount.get_ref<json::object_t&>().emplace("mountPath", kShmPath);
+      slot.mounts.push_back(std::move(mount));
       result.applied.insert("shm");
       items.push_back("shm");
       record["volume"] = volume;
@@ -523,45 +592,51 @@ MutationResult mutate(const json& pod, const std::string& request_namespace,
       record["containers"].erase(name);
     }
   }
-  json annotations = annotations_in;
+  // Only the annotations this pass sets: json::diff of the whole map gives nothing for the rest.
+  json annotations = json::object();
   for (const auto& [key, value] : policy.annotations) {
-    if (!annotations.contains(key)) {
+    if (!annotations_in.contains(key)) {
       annotations[key] = value;
       result.applied.insert("annotations");
       record["annotations"].push_back(key);
     }
   }
-  std::vector<const json*> rdma;
-  rdma.reserve(slots.size());
-  for (const Slot& slot : slots) {
-    rdma.push_back(&slot.container);
-  }
-  warnAbout(spec, volumes, rdma, result.warnings);
+  warnAbout(spec, volumes, slots, result.warnings);
   if (result.applied.empty()) {
     return result; // everything was there already: no patch, not even the record
   }
   if (profile != nullptr) {
     record["profile"] = profile->name;
   }
-  annotations[kInjectedAnnotation] =
-      mergeRecord(member(annotations_in, kInjectedAnnotation), std::move(record)).dump();
+  const json* previous_record = member(annotations_in, kInjectedAnnotation);
+  annotations[kInjectedAnnotation] = mergeRecord(previous_record, std::move(record)).dump();
 
-  if (original_annotations != nullptr) {
-    appendDiff(*original_annotations, annotations, "/metadata/annotations", result.patch);
-  } else if (metadata != nullptr) {
+  if (original_annotations == nullptr) {
     result.patch.push_back(
-        {{"op", "add"}, {"path", "/metadata/annotations"}, {"value", annotations}});
+        metadata != nullptr ? operation("add", "/metadata/annotations", std::move(annotations))
+                            : operation("add", "/metadata",
+                                        json::object({{"annotations", std::move(annotations)}})));
+  } else if (original_annotations->is_object()) {
+    json before = json::object();
+    if (previous_record != nullptr) {
+      before[kInjectedAnnotation] = *previous_record;
+    }
+    appendDiff(before, std::move(annotations), "/metadata/annotations", result.patch);
   } else {
-    result.patch.push_back(
-        {{"op", "add"}, {"path", "/metadata"}, {"value", {{"annotations", annotations}}}});
+    // null, or a shape the API server never sends: set on a copy, as json would, and diff.
+    json whole = *original_annotations;
+    for (auto& [key, value] : annotations.items()) {
+      whole[key] = std::move(value);
+    }
+    appendDiff(*original_annotations, std::move(whole), "/metadata/annotations", result.patch);
   }
-  for (const Slot& slot : slots) {
-    appendContainerOps(*slot.original, slot.container, slot.path, result.patch);
+  for (Slot& slot : slots) {
+    appendContainerOps(slot, result.patch);
   }
   if (original_volumes != nullptr) {
-    appendDiff(*original_volumes, volumes, "/spec/volumes", result.patch);
+    appendDiff(*original_volumes, std::move(volumes), "/spec/volumes", result.patch);
   } else if (!volumes.empty()) {
-    result.patch.push_back({{"op", "add"}, {"path", "/spec/volumes"}, {"value", volumes}});
+    result.patch.push_back(operation("add", "/spec/volumes", std::move(volumes)));
   }
   return result;
 }
