@@ -168,6 +168,28 @@ TEST(JsonFilterParser, AcceptsAndBuildsWhatNlohmannDoes) {
   }
 }
 
+// Strings are scanned eight bytes at a time: each byte value at each position of a string, kept
+// and dropped, is accepted and decoded exactly when nlohmann does.
+TEST(JsonFilterParser, EveryByteAtEveryPositionOfAStringAgreesWithNlohmann) {
+  const JsonFilter filter = {{"kept", kAll}};
+  for (const std::string member : {"kept", "dropped"}) {
+    for (size_t at = 0; at < 18; ++at) {
+      for (int byte = 0; byte < 256; ++byte) {
+        std::string value(18, 'a');
+        value[at] = static_cast<char>(byte);
+        const std::string text = R"({")" + member + R"(":")" + value + R"(","n":1})";
+        const json dom = json::parse(text, nullptr, false);
+        const Result<json> got = parseFiltered(text, filter, 100);
+        ASSERT_EQ(got.ok(), !dom.is_discarded()) << member << " byte " << byte << " at " << at;
+        if (got.ok()) {
+          const json expected = member == "kept" ? json{{"kept", dom.at("kept")}} : json::object();
+          ASSERT_EQ(*got, expected);
+        }
+      }
+    }
+  }
+}
+
 TEST(JsonFilterParser, AgreesWithNlohmannOnMutatedReviews) {
   // Byte-level mutations of a review-shaped document (fixed seed, so a failure reproduces).
   const std::string base = json::parse(R"({"apiVersion":"admission.k8s.io/v1","request":{
