@@ -111,9 +111,13 @@ void HealthWatcher::run() {
   std::vector<PortStateSample> last_samples;
   std::set<std::string> last_uverbs;
   PortStateReader reader(sysfs_root_);
+  auto last_sample = std::chrono::steady_clock::now();
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {
-    if (wake_.wait_for(lock, interval_, [this] { return stopping_ || interval_changed_; })) {
+    // Due one interval after the last sample: a new interval moves the due time instead of
+    // restarting the wait, so intervals changed faster than they elapse cannot starve sampling.
+    if (wake_.wait_until(lock, last_sample + interval_,
+                         [this] { return stopping_ || interval_changed_; })) {
       if (stopping_) {
         return;
       }
@@ -121,6 +125,7 @@ void HealthWatcher::run() {
       continue;
     }
     lock.unlock();
+    last_sample = std::chrono::steady_clock::now();
     const auto known = topology_();
     std::set<std::string> names;
     for (const auto& d : known->devices) {

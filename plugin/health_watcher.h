@@ -41,7 +41,8 @@ public:
                 std::function<void()> on_device_set_changed);
   ~HealthWatcher();
 
-  // A reloaded config's period: the wait in progress restarts with it.
+  // A reloaded config's period: the next sample is due one new interval after the last one (at
+  // once if that is past).
   void setInterval(std::chrono::milliseconds interval);
 
 private:

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # ThreadSanitizer over the tests that exercise threads without gRPC: the inotify watchers behind
 # every reload, the webhook's TLS server (elastic connection threads, per-connection deadlines,
-# certificate rotation mid-stream, policy reloads, SIGTERM drain) and the plugin's /metrics
-# server (its poll thread against clients and shutdown). Builds only what those tests need into
+# certificate rotation mid-stream, policy reloads, SIGTERM drain), the plugin's /metrics
+# server (its poll thread against clients and shutdown) and the plugin's shared state driven as
+# gRPC drives it (ListAndWatch waiters, Allocate calls, health updates, the health watcher's
+# thread and interval changes: test/plugin/concurrency_test.cc). Builds only what those tests need into
 # build-tsan/ and runs them.
 #
 # The plugin's gRPC tests are not run here (plugin_tests is built for its HTTP server tests): Debian's gRPC and protobuf are not built with TSan,
@@ -20,4 +22,4 @@ fi
 cmake --build "$build_dir" -j "${JOBS:-2}" --target fixtures common_tests webhook_tests rdma-webhook \
   plugin_tests
 ctest --test-dir "$build_dir" --output-on-failure -j "${JOBS:-2}" --timeout 600 \
-  -R '^(InotifyWatcher|ElasticTaskQueue|ConnectionWatchdogTest|ConnectionDeadlinesTest|WebhookE2E|HttpServerTest|MetricsEndpoint)\.'
+  -R '^(InotifyWatcher|ElasticTaskQueue|ConnectionWatchdogTest|ConnectionDeadlinesTest|WebhookE2E|HttpServerTest|MetricsEndpoint|PluginConcurrency)\.'
