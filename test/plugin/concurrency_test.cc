@@ -64,7 +64,7 @@ class Streams {
 public:
   Streams(const PoolResourceManager& manager, int count) : seen_(count) {
     for (int i = 0; i < count; ++i) {
-      threads_.emplace_back([this, &manager, i](std::stop_token stop) {
+      threads_.emplace_back([this, &manager, i](const std::stop_token& stop) {
         uint64_t seen = 0;
         while (!stop.stop_requested()) {
           const DeviceList list = manager.waitForChange(seen, milliseconds(100), stop);
@@ -101,9 +101,9 @@ private:
 // ID is unhealthy at that moment; anything else is counted as wrong.
 class Allocations {
 public:
-  Allocations(PoolResourceManager& manager, std::vector<std::string> ids, int threads) {
+  Allocations(PoolResourceManager& manager, const std::vector<std::string>& ids, int threads) {
     for (int t = 0; t < threads; ++t) {
-      threads_.emplace_back([this, &manager, ids, t](std::stop_token stop) {
+      threads_.emplace_back([this, &manager, ids, t](const std::stop_token& stop) {
         for (size_t i = t; !stop.stop_requested(); ++i) {
           const std::string& id = ids[i % ids.size()];
           const auto answer = manager.allocate({id});
@@ -199,7 +199,8 @@ void copyHealthFiles(const NodeTopology& topology, const std::string& from, cons
 }
 
 TEST(PluginConcurrency, HealthWatcherThreadWhileIntervalsAndPortsChange) {
-  const auto topology = discover(std::string(KUBE_RDMA_FIXTURES) + "/a100-roce");
+  std::shared_ptr<const NodeTopology> topology =
+      discover(std::string(KUBE_RDMA_FIXTURES) + "/a100-roce");
   TempDir tmp;
   const std::string node = tmp.path() + "/node";
   copyHealthFiles(*topology, std::string(KUBE_RDMA_FIXTURES) + "/a100-roce", node);
@@ -221,7 +222,7 @@ TEST(PluginConcurrency, HealthWatcherThreadWhileIntervalsAndPortsChange) {
         node + "/sys", node + "/dev", milliseconds(10), [&] { return topology; },
         [&](const NodeHealthView& view) { manager.update(view); },
         [&] { device_set_changes.fetch_add(1); });
-    std::jthread intervals([&](std::stop_token stop) {
+    std::jthread intervals([&](const std::stop_token& stop) {
       for (int i = 0; !stop.stop_requested(); ++i) {
         watcher.setInterval(milliseconds(i % 2 == 0 ? 5 : 15));
         std::this_thread::sleep_for(milliseconds(3));
