@@ -53,6 +53,7 @@ AdmissionDecoder::AdmissionDecoder(const JsonFilter& object)
                  {"kind", {{"group", JsonFilter::whole()}, {"kind", JsonFilter::whole()}}},
                  {"subResource", JsonFilter::whole()},
                  {"namespace", JsonFilter::whole()},
+                 {"name", JsonFilter::whole()},
                  {"object", object}}}}) {}
 
 Result<AdmissionRequest> AdmissionDecoder::decode(std::string_view body) const {
@@ -95,6 +96,7 @@ Result<AdmissionRequest> AdmissionDecoder::decode(std::string_view body) const {
   }
   request.sub_resource = stringField(*in, "subResource");
   request.ns = stringField(*in, "namespace");
+  request.name = stringField(*in, "name");
   if (auto object = in->find("object"); object != in->end()) {
     request.object = std::move(*object);
   }

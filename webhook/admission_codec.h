@@ -29,6 +29,7 @@ struct AdmissionRequest {
   std::string kind;         // request.kind.kind, "Pod"
   std::string sub_resource; // "" for the object itself
   std::string ns;           // request.namespace
+  std::string name;         // request.name; "" for a pod named from generateName
   nlohmann::json object;    // request.object as the decoder's filter keeps it; null if absent
 };
 

@@ -1,5 +1,7 @@
 #include "webhook/admission_server.h"
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 
@@ -33,6 +35,19 @@ void lingeringClose(int fd, std::chrono::milliseconds linger, const Clock& clock
       return;
     }
   }
+}
+
+// TCP_CORK on the connection's socket: while set, the kernel holds what is written until a full
+// segment is queued or the cork is removed. Best effort: a failure only costs a segment.
+void cork(int fd, bool on) {
+  const int value = on ? 1 : 0;
+  if (fd >= 0) {
+    ::setsockopt(fd, IPPROTO_TCP, TCP_CORK, &value, sizeof(value));
+  }
+}
+
+int socketOf(const httplib::Request& request) {
+  return request.ssl != nullptr ? SSL_get_fd(request.ssl) : -1;
 }
 
 std::string joined(const std::vector<std::string>& items) {
@@ -122,7 +137,14 @@ void AdmissionServer::routes() {
     if (draining_) {
       res.set_header("Connection", "close");
     }
+    // cpp-httplib writes the status line and headers, then the body: two SSL_writes, which with
+    // TCP_NODELAY were two segments and two wake-ups of the client. Corked here, just before the
+    // headers are written, they leave in one segment when the logger, which httplib calls after
+    // the body, uncorks.
+    cork(socketOf(req), true);
   });
+  server_->set_logger(
+      [](const httplib::Request& req, const httplib::Response&) { cork(socketOf(req), false); });
 }
 
 // Runs before the body is read: a request must announce a length within the cap, so neither a
@@ -160,13 +182,14 @@ void AdmissionServer::refuse(const httplib::Request& request, httplib::Response&
                              int status, const std::string& message) const {
   response.status = status;
   response.set_header("Connection", "close");
-  const int fd = request.ssl != nullptr ? SSL_get_fd(request.ssl) : -1;
+  const int fd = socketOf(request);
   const std::string text = message + "\n";
   const std::chrono::milliseconds linger = options_.refusal_linger;
   response.set_content_provider(
       text.size(), kText,
       [text, fd, linger, clock = clock_](size_t offset, size_t, httplib::DataSink& sink) {
         sink.write(text.data() + offset, text.size() - offset);
+        cork(fd, false); // the logger that uncorks runs only after this returns
         if (fd >= 0) {
           lingeringClose(fd, linger, *clock);
         }
@@ -194,13 +217,15 @@ void AdmissionServer::handleMutate(const httplib::Request& request, httplib::Res
     logger_.warn("bad admission request", {{"error", outcome.body}});
   } else if (!outcome.applied.empty() || !outcome.warnings.empty()) {
     logger_.info("pod reviewed", {{"uid", outcome.uid},
+                                  {"pod", outcome.pod},
                                   {"outcome", outcome.outcome},
                                   {"applied", joined(outcome.applied)},
                                   {"warnings", joined(outcome.warnings)}});
   } else {
-    logger_.debug(
-        "pod reviewed",
-        {{"uid", outcome.uid}, {"outcome", outcome.outcome}, {"skipped", outcome.skipped}});
+    logger_.debug("pod reviewed", {{"uid", outcome.uid},
+                                   {"pod", outcome.pod},
+                                   {"outcome", outcome.outcome},
+                                   {"skipped", outcome.skipped}});
   }
 }
 

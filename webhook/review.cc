@@ -19,6 +19,7 @@ ReviewOutcome reviewAdmission(std::string_view body, const WebhookPolicy& policy
     return outcome;
   }
   outcome.uid = request->uid;
+  outcome.pod = request->ns + "/" + request->name;
   AdmissionResponse response{request->uid, nlohmann::json::array(), {}};
   const bool pod_create = request->operation == "CREATE" && request->group.empty() &&
                           request->kind == "Pod" && request->sub_resource.empty() &&

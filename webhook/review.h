@@ -17,6 +17,7 @@ struct ReviewOutcome {
   // out, mirror, namespace, bad shorthand), "ignored" (not a pod CREATE), "bad_request".
   std::string outcome;
   std::string uid;
+  std::string pod;     // namespace/name as the request names it, for the log
   std::string skipped; // the mutator's reason, for the log
   std::set<std::string> applied;
   std::vector<std::string> warnings;
