@@ -61,7 +61,7 @@ grpc::Status DevicePluginService::GetDevicePluginOptions(grpc::ServerContext*,
 grpc::Status
 DevicePluginService::ListAndWatch(grpc::ServerContext* context, const v1beta1::Empty*,
                                   grpc::ServerWriter<v1beta1::ListAndWatchResponse>* writer) {
-  const std::string resource = manager_.resourceName();
+  const std::string& resource = resource_;
   logger_.info("ListAndWatch stream opened", {{"resource", resource}});
   DeviceList list = manager_.devices();
   // Every message is the full list; a re-send after the resend interval repairs a lost update.
@@ -100,10 +100,21 @@ DevicePluginService::GetPreferredAllocation(grpc::ServerContext*,
   return grpc::Status::OK;
 }
 
+Counter& DevicePluginService::grantedCounter() {
+  Counter* counter = granted_.load(std::memory_order_acquire);
+  if (!counter) { // two first grants at once store the same series
+    counter =
+        &metrics_.counter("kube_rdma_plugin_allocations_total", "Allocate answers by outcome.",
+                          {{"resource", resource_}, {"outcome", "granted"}});
+    granted_.store(counter, std::memory_order_release);
+  }
+  return *counter;
+}
+
 grpc::Status DevicePluginService::Allocate(grpc::ServerContext*,
                                            const v1beta1::AllocateRequest* request,
                                            v1beta1::AllocateResponse* response) {
-  const std::string resource = manager_.resourceName();
+  const std::string& resource = resource_;
   for (const auto& container : request->container_requests()) {
     const auto ids = toVector(container.devices_ids());
     auto allocation = manager_.allocate(ids);
@@ -118,10 +129,7 @@ grpc::Status DevicePluginService::Allocate(grpc::ServerContext*,
       return {grpc::StatusCode::INVALID_ARGUMENT, allocation.error().message};
     }
     toContainerAllocateResponse(*allocation, *response->add_container_responses());
-    metrics_
-        .counter("kube_rdma_plugin_allocations_total", "Allocate answers by outcome.",
-                 {{"resource", resource}, {"outcome", "granted"}})
-        .inc();
+    grantedCounter().inc();
     logger_.info("Allocate granted", {{"resource", resource}, {"ids", joinStrings(ids, ", ")}});
   }
   return grpc::Status::OK;

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <chrono>
 #include <stop_token>
+#include <string>
 
 #include "common/log.h"
 #include "common/metrics.h"
@@ -16,8 +17,8 @@ class DevicePluginService final : public v1beta1::DevicePlugin::Service {
 public:
   DevicePluginService(ResourceManager& manager, std::chrono::milliseconds resend_interval,
                       Logger& logger, MetricsRegistry& metrics)
-      : manager_(manager), resend_interval_ms_(resend_interval.count()), logger_(logger),
-        metrics_(metrics) {}
+      : manager_(manager), resource_(manager.resourceName()),
+        resend_interval_ms_(resend_interval.count()), logger_(logger), metrics_(metrics) {}
 
   // Ends every ListAndWatch stream of this service, so that the server can shut down at once.
   void stop() { stop_.request_stop(); }
@@ -41,11 +42,17 @@ public:
                                  v1beta1::PreStartContainerResponse* response) override;
 
 private:
+  // The series of kube_rdma_plugin_allocations_total{outcome="granted"} for this pool, looked up
+  // in the registry at the first grant (as before: no series until then) and kept.
+  Counter& grantedCounter();
+
   ResourceManager& manager_;
+  const std::string resource_;
   std::atomic<std::chrono::milliseconds::rep> resend_interval_ms_; // a config reload changes it
   Logger& logger_;
   MetricsRegistry& metrics_;
   std::stop_source stop_;
+  std::atomic<Counter*> granted_{nullptr};
 };
 
 // Converters between the plain structs and the kubelet's messages, public for tests.

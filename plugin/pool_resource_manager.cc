@@ -94,7 +94,16 @@ bool PoolResourceManager::update(const NodeHealthView& node) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     node_ = node;
-    devices = poolDevices(pool_, node_);
+    devices_ = poolDevices(pool_, node_);
+    usable_.clear();
+    for (const auto& hca : pool_.deviceNames()) {
+      if (hcaUsable(pool_, node_, hca)) {
+        usable_.emplace_back(hca, exclusiveId(*node_.topology->findDevice(hca)));
+      }
+    }
+    ++node_version_;
+    answers_.clear();
+    devices = devices_;
   }
   return store_.publish(std::move(devices));
 }
@@ -114,7 +123,7 @@ PoolResourceManager::preferredAllocation(const std::vector<std::string>& availab
         }
       }
     } else {
-      for (const auto& d : poolDevices(pool_, node_)) {
+      for (const auto& d : devices_) {
         placed.push_back({d.id, std::nullopt, {}}); // shared IDs are interchangeable
       }
     }
@@ -122,19 +131,49 @@ PoolResourceManager::preferredAllocation(const std::vector<std::string>& availab
   return choosePreferredAllocation(placed, available, must_include, size);
 }
 
+Result<std::shared_ptr<const PoolResourceManager::Answer>>
+PoolResourceManager::computeAnswer(const NodeTopology& topology,
+                                   const std::vector<std::string>& granted) const {
+  auto env = computeNcclSettings(topology, pool_, granted);
+  if (!env) {
+    return makeError("cannot compute NCCL settings for " + joinStrings(granted, ", ") + ": " +
+                     env.error().message);
+  }
+  auto answer = std::make_shared<Answer>();
+  std::string conf_path;
+  if (pool_.spec.nccl.nccl_conf_enabled) {
+    auto text = renderNcclConf(*env);
+    if (!text) {
+      return text.error();
+    }
+    auto written = state_.writeNcclConf(*text);
+    if (!written) {
+      return written.error();
+    }
+    conf_path = *written;
+    answer->nccl_conf = std::move(*text);
+  }
+  answer->allocation = buildAllocation(pool_, topology, granted, *env, conf_path, cdi_);
+  return std::shared_ptr<const Answer>(std::move(answer));
+}
+
 Result<ContainerAllocation> PoolResourceManager::allocate(const std::vector<std::string>& ids) {
+  // Bounds the memory: a shared pool keeps one answer, an exclusive one per set of HCAs asked for.
+  constexpr size_t kMaxAnswers = 64;
   std::vector<std::string> granted;
   std::shared_ptr<const NodeTopology> topology;
+  std::shared_ptr<const Answer> answer;
+  uint64_t version = 0;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     topology = node_.topology;
-    const auto devices = poolDevices(pool_, node_);
+    version = node_version_;
     std::vector<std::string> unknown;
     std::vector<std::string> unhealthy;
     for (const auto& id : ids) {
-      auto it = std::find_if(devices.begin(), devices.end(),
+      auto it = std::find_if(devices_.begin(), devices_.end(),
                              [&](const PluginDevice& d) { return d.id == id; });
-      if (it == devices.end()) {
+      if (it == devices_.end()) {
         unknown.push_back(id);
       } else if (!it->healthy) {
         unhealthy.push_back(id);
@@ -154,35 +193,36 @@ Result<ContainerAllocation> PoolResourceManager::allocate(const std::vector<std:
       store_.forceResend(); // the kubelet's view is stale: send it the list again
       return makeError(message);
     }
-    for (const auto& hca : pool_.deviceNames()) {
-      if (!hcaUsable(pool_, node_, hca)) {
-        continue;
-      }
-      const RdmaDevice* d = topology->findDevice(hca);
+    for (const auto& [hca, id] : usable_) {
       if (pool_.spec.mode == PoolMode::kShared ||
-          std::find(ids.begin(), ids.end(), exclusiveId(*d)) != ids.end()) {
+          std::find(ids.begin(), ids.end(), id) != ids.end()) {
         granted.push_back(hca);
       }
     }
-  }
-  auto env = computeNcclSettings(*topology, pool_, granted);
-  if (!env) {
-    return makeError("cannot compute NCCL settings for " + joinStrings(granted, ", ") + ": " +
-                     env.error().message);
-  }
-  std::string conf_path;
-  if (pool_.spec.nccl.nccl_conf_enabled) {
-    auto text = renderNcclConf(*env);
-    if (!text) {
-      return text.error();
+    if (auto it = answers_.find(granted); it != answers_.end()) {
+      answer = it->second;
     }
-    auto written = state_.writeNcclConf(*text);
-    if (!written) {
+  }
+  if (!answer) {
+    auto computed = computeAnswer(*topology, granted);
+    if (!computed) {
+      return computed.error();
+    }
+    answer = std::move(*computed);
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (node_version_ == version) { // else a health update came meanwhile: do not keep it
+      if (answers_.size() >= kMaxAnswers) {
+        answers_.clear();
+      }
+      answers_.emplace(std::move(granted), answer);
+    }
+  } else if (answer->nccl_conf) {
+    // One stat: the only way to notice that the file was deleted since (then it is written again).
+    if (auto written = state_.writeNcclConf(*answer->nccl_conf); !written) {
       return written.error();
     }
-    conf_path = *written;
   }
-  return buildAllocation(pool_, *topology, granted, *env, conf_path, cdi_);
+  return answer->allocation;
 }
 
 } // namespace kube_rdma

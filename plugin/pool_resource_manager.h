@@ -3,8 +3,10 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/device_model.h"
@@ -40,7 +42,7 @@ class PoolResourceManager final : public ResourceManager {
 public:
   // cdi: whether answers name the granted devices as CDI devices too.
   PoolResourceManager(NodePool pool, bool cdi, const StateWriter& state)
-      : pool_(std::move(pool)), cdi_(cdi), state_(state) {}
+      : pool_(std::move(pool)), cdi_(cdi), state_(state), devices_(poolDevices(pool_, node_)) {}
 
   const NodePool& pool() const { return pool_; }
   // Recomputes health; @return whether the advertised list changed.
@@ -65,12 +67,25 @@ public:
   Result<ContainerAllocation> allocate(const std::vector<std::string>& ids) override;
 
 private:
+  // An answer depends only on the node view and the granted HCAs, so it is computed once per
+  // health update and granted set: NCCL settings, nccl.conf text and path, device specs.
+  struct Answer {
+    ContainerAllocation allocation;
+    std::optional<std::string> nccl_conf; // re-written at each Allocate if the file went missing
+  };
+  Result<std::shared_ptr<const Answer>>
+  computeAnswer(const NodeTopology& topology, const std::vector<std::string>& granted) const;
+
   const NodePool pool_;
   const bool cdi_;
   const StateWriter& state_;
   DeviceListStore store_;
   mutable std::mutex mutex_;
   NodeHealthView node_;
+  std::vector<PluginDevice> devices_;                       // poolDevices(pool_, node_)
+  std::vector<std::pair<std::string, std::string>> usable_; // (HCA, exclusive ID), pool order
+  uint64_t node_version_ = 0;                               // bumped by update(): answers_ go stale
+  std::map<std::vector<std::string>, std::shared_ptr<const Answer>> answers_; // by granted HCAs
 };
 using PoolResourceManagerPtr = std::shared_ptr<PoolResourceManager>;
 
