@@ -45,7 +45,8 @@ public:
       : pool_(std::move(pool)), cdi_(cdi), state_(state), devices_(poolDevices(pool_, node_)) {}
 
   const NodePool& pool() const { return pool_; }
-  // Recomputes health; @return whether the advertised list changed.
+  // Recomputes health and drops the kept Allocate answers; @return whether the advertised list
+  // changed.
   bool update(const NodeHealthView& node);
   void close() { store_.close(); }
   // Wakes every stream to send the list again (e.g. so that a new resend interval applies now).
