@@ -11,6 +11,12 @@
 // 3. port state change and kubelet restart until the kubelet sees them.
 // 4. idle RSS (VmRSS) and idle CPU (utime+stime, and schedstat) of the plugin and of the echo
 //    server; SIGTERM until the plugin exited 0.
+//
+//   plugin_bench --echo-lab [--rounds N] [--calls N]
+//
+// The echo server in each gRPC server configuration of kEchoConfigs, one process each, called
+// in turn (rotating) by one client (a default channel per server, as the kubelet): Allocate p50/p99
+// per round and the median over rounds of each configuration's p50 over the sync one's.
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -70,12 +76,49 @@ class EchoService final : public v1beta1::DevicePlugin::Service {
   }
 };
 
-int runEchoServer(const std::string& socket) {
+// The same service on gRPC's callback API: handlers run on gRPC's own threads.
+class CallbackEchoService final : public v1beta1::DevicePlugin::CallbackService {
+  grpc::ServerUnaryReactor* GetDevicePluginOptions(grpc::CallbackServerContext* context,
+                                                   const v1beta1::Empty*,
+                                                   v1beta1::DevicePluginOptions* out) override {
+    out->set_pre_start_required(false);
+    auto* reactor = context->DefaultReactor();
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
+  }
+  grpc::ServerUnaryReactor* Allocate(grpc::CallbackServerContext* context,
+                                     const v1beta1::AllocateRequest*,
+                                     v1beta1::AllocateResponse* out) override {
+    out->add_container_responses();
+    auto* reactor = context->DefaultReactor();
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
+  }
+};
+
+// "sync" is the plugin's own set-up (plugin/grpc_socket_server.cc) and the reference of the
+// plugin benchmark; the others are what --echo-lab compares it with.
+constexpr const char* kEchoConfigs[] = {"sync", "callback", "sync-minimal-stack", "sync-no-bdp"};
+
+int runEchoServer(const std::string& socket, const std::string& config) {
   EchoService service;
+  CallbackEchoService callback_service;
   grpc::ServerBuilder builder;
   builder.AddListeningPort("unix:" + socket, grpc::InsecureServerCredentials());
   builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::NUM_CQS, 1);
-  builder.RegisterService(&service);
+  if (config == "sync-minimal-stack") {
+    builder.AddChannelArgument(GRPC_ARG_MINIMAL_STACK, 1);
+  } else if (config == "sync-no-bdp") {
+    builder.AddChannelArgument(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+  } else if (config != "sync" && config != "callback") {
+    std::cerr << "unknown echo configuration " << config << "\n";
+    return 2;
+  }
+  if (config == "callback") {
+    builder.RegisterService(&callback_service);
+  } else {
+    builder.RegisterService(&service);
+  }
   auto server = builder.BuildAndStart();
   if (!server) {
     return 1;
@@ -322,13 +365,76 @@ int run(int idle_seconds, int rounds, int calls, const std::string& plugin_binar
   return 0;
 }
 
+int runEchoLab(int rounds, int calls, const std::string& self) {
+  TempDir tmp;
+  std::vector<std::unique_ptr<PluginProcess>> servers;
+  std::vector<std::unique_ptr<v1beta1::DevicePlugin::Stub>> stubs;
+  for (const char* config : kEchoConfigs) {
+    const std::string socket = tmp.path() + "/" + config + ".sock";
+    auto server = PluginProcess::start(self, {"--echo-server", socket, config}, "/dev/null");
+    if (!server) {
+      return 1;
+    }
+    servers.push_back(std::move(*server));
+    auto channel = grpc::CreateChannel("unix:" + socket, grpc::InsecureChannelCredentials());
+    if (!channel->WaitForConnected(std::chrono::system_clock::now() + kDeadline)) {
+      std::cerr << "echo server " << config << " did not answer\n";
+      return 1;
+    }
+    stubs.push_back(v1beta1::DevicePlugin::NewStub(channel));
+  }
+  const size_t n = stubs.size();
+  std::vector<std::vector<double>> p50_ratios(n);
+  for (int round = 0; round < rounds; ++round) {
+    std::vector<std::vector<double>> us(n);
+    for (int i = 0; i < calls + 100; ++i) { // the first 100 warm up
+      for (size_t j = 0; j < n; ++j) {
+        const size_t k = (j + static_cast<size_t>(i)) % n; // no server always called first
+        v1beta1::AllocateRequest request;
+        request.add_container_requests()->add_devices_ids("0");
+        v1beta1::AllocateResponse response;
+        grpc::ClientContext context;
+        const auto t0 = Clock::now();
+        if (!stubs[k]->Allocate(&context, request, &response).ok()) {
+          std::cerr << "echo server " << kEchoConfigs[k] << " failed\n";
+          return 1;
+        }
+        if (i >= 100) {
+          us[k].push_back(micros(Clock::now() - t0));
+        }
+      }
+    }
+    const double sync_p50 = stats(us[0]).p50;
+    std::printf("round %d:", round + 1);
+    for (size_t k = 0; k < n; ++k) {
+      const auto st = stats(us[k]);
+      p50_ratios[k].push_back(st.p50 / sync_p50);
+      std::printf(" %s p50 %.0f us p99 %.0f us;", kEchoConfigs[k], st.p50, st.p99);
+    }
+    std::printf("\n");
+  }
+  std::printf("p50 over sync's, median of %d rounds:", rounds);
+  for (size_t k = 0; k < n; ++k) {
+    std::printf(" %s %.2f;", kEchoConfigs[k], stats(p50_ratios[k]).p50);
+  }
+  std::printf("\n");
+  for (auto& server : servers) {
+    (void)server->terminate(kDeadline);
+  }
+  return 0;
+}
+
 } // namespace
 } // namespace kube_rdma
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
-  if (args.size() == 2 && args[0] == "--echo-server") {
-    return kube_rdma::runEchoServer(args[1]);
+  if ((args.size() == 2 || args.size() == 3) && args[0] == "--echo-server") {
+    return kube_rdma::runEchoServer(args[1], args.size() == 3 ? args[2] : "sync");
+  }
+  const bool echo_lab = !args.empty() && args[0] == "--echo-lab";
+  if (echo_lab) {
+    args.erase(args.begin());
   }
   int idle_seconds = 60, rounds = 10, calls = 2000;
   std::string plugin_binary = KUBE_RDMA_PLUGIN_BINARY;
@@ -347,6 +453,9 @@ int main(int argc, char** argv) {
     }
   }
   signal(SIGPIPE, SIG_IGN);
-  return kube_rdma::run(idle_seconds, rounds, calls, plugin_binary,
-                        std::filesystem::canonical("/proc/self/exe"));
+  const std::string self = std::filesystem::canonical("/proc/self/exe");
+  if (echo_lab) {
+    return kube_rdma::runEchoLab(rounds, calls, self);
+  }
+  return kube_rdma::run(idle_seconds, rounds, calls, plugin_binary, self);
 }
