@@ -509,7 +509,7 @@ TEST_F(WebhookE2E, ConnectionsBeyondTheCapAreRefusedAtOnceAndServedOnceThreadsAr
   for (const int fd : held) {
     ::close(fd);
   }
-  EXPECT_TRUE(eventually([&] { return review(*client(), "uid-after") == ""; })) << process->log();
+  EXPECT_TRUE(eventually([&] { return review(*client(), "uid-after").empty(); })) << process->log();
   const std::string m = metrics();
   EXPECT_NE(m.find("rdma_webhook_connections_refused_total "), std::string::npos) << m;
   EXPECT_EQ(m.find("rdma_webhook_connections_refused_total 0\n"), std::string::npos) << m;
