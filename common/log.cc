@@ -22,26 +22,102 @@ const char* levelName(LogLevel level) {
   return "info";
 }
 
-std::string timestamp() {
+void appendDigits(std::string& out, long long value, int width) {
+  char digits[20];
+  for (int i = width - 1; i >= 0; --i) {
+    digits[i] = static_cast<char>('0' + value % 10);
+    value /= 10;
+  }
+  out.append(digits, static_cast<size_t>(width));
+}
+
+// "2026-11-30T18:42:05.123Z". The date and time of day are formatted once a second per thread:
+// gmtime_r and strftime cost more than the rest of a log line.
+void appendTimestamp(std::string& out) {
   const auto now = std::chrono::system_clock::now();
-  const std::time_t secs = std::chrono::system_clock::to_time_t(now);
-  const auto millis =
-      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[40];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
-  char out[48];
-  std::snprintf(out, sizeof(out), "%s.%03lldZ", buf, static_cast<long long>(millis));
-  return out;
+  const auto millis = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch());
+  const std::time_t secs = static_cast<std::time_t>(millis.count() / 1000);
+  thread_local std::time_t cached_secs = -1;
+  thread_local std::string cached; // up to the seconds
+  if (secs != cached_secs) {
+    std::tm tm{};
+    gmtime_r(&secs, &tm);
+    cached.clear();
+    appendDigits(cached, tm.tm_year + 1900, 4);
+    cached += '-';
+    appendDigits(cached, tm.tm_mon + 1, 2);
+    cached += '-';
+    appendDigits(cached, tm.tm_mday, 2);
+    cached += 'T';
+    appendDigits(cached, tm.tm_hour, 2);
+    cached += ':';
+    appendDigits(cached, tm.tm_min, 2);
+    cached += ':';
+    appendDigits(cached, tm.tm_sec, 2);
+    cached_secs = secs;
+  }
+  out += cached;
+  out += '.';
+  appendDigits(out, millis.count() % 1000, 3);
+  out += 'Z';
+}
+
+// True when a JSON string of `text` is the text in quotes: printable ASCII without '"' or '\'.
+bool jsonVerbatim(const std::string& text) {
+  for (const char c : text) {
+    if (c < 0x20 || c > 0x7e || c == '"' || c == '\\') {
+      return false;
+    }
+  }
+  return true;
+}
+
+// The JSON string of `text` as nlohmann writes it (invalid UTF-8 replaced by U+FFFD).
+void appendJsonString(std::string& out, const std::string& text) {
+  if (jsonVerbatim(text)) {
+    out += '"';
+    out += text;
+    out += '"';
+    return;
+  }
+  out += nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 // Quote a text value only when it needs it, so plain values stay grep-friendly.
-std::string quoteIfNeeded(const std::string& value) {
+void appendTextValue(std::string& out, const std::string& value) {
   if (!value.empty() && value.find_first_of(" \"=\t\n") == std::string::npos) {
-    return value;
+    out += value;
+    return;
   }
-  return nlohmann::json(value).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  appendJsonString(out, value);
+}
+
+// A field whose key repeats "ts", "level", "msg" or an earlier field's key: the JSON line then
+// keeps one member per key, the last value at the first position, as a JSON object must.
+bool repeatsAKey(std::initializer_list<LogField> fields) {
+  for (auto it = fields.begin(); it != fields.end(); ++it) {
+    if (it->first == "ts" || it->first == "level" || it->first == "msg") {
+      return true;
+    }
+    for (auto earlier = fields.begin(); earlier != it; ++earlier) {
+      if (earlier->first == it->first) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+std::string jsonLineWithRepeatedKeys(const std::string& ts, LogLevel level, const std::string& msg,
+                                     std::initializer_list<LogField> fields) {
+  nlohmann::ordered_json obj;
+  obj["ts"] = ts;
+  obj["level"] = levelName(level);
+  obj["msg"] = msg;
+  for (const auto& [key, value] : fields) {
+    obj[key] = value;
+  }
+  return obj.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 } // namespace
@@ -51,19 +127,38 @@ void Logger::log(LogLevel level, const std::string& msg, std::initializer_list<L
     return;
   }
   std::string line;
+  line.reserve(128 + msg.size());
   if (format_ == LogFormat::kJson) {
-    nlohmann::ordered_json obj;
-    obj["ts"] = timestamp();
-    obj["level"] = levelName(level);
-    obj["msg"] = msg;
-    for (const auto& [key, value] : fields) {
-      obj[key] = value;
+    if (repeatsAKey(fields)) {
+      std::string ts;
+      appendTimestamp(ts);
+      line = jsonLineWithRepeatedKeys(ts, level, msg, fields);
+    } else {
+      line += "{\"ts\":\"";
+      appendTimestamp(line);
+      line += "\",\"level\":\"";
+      line += levelName(level);
+      line += "\",\"msg\":";
+      appendJsonString(line, msg);
+      for (const auto& [key, value] : fields) {
+        line += ',';
+        appendJsonString(line, key);
+        line += ':';
+        appendJsonString(line, value);
+      }
+      line += '}';
     }
-    line = obj.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   } else {
-    line = timestamp() + " " + levelName(level) + " " + quoteIfNeeded(msg);
+    appendTimestamp(line);
+    line += ' ';
+    line += levelName(level);
+    line += ' ';
+    appendTextValue(line, msg);
     for (const auto& [key, value] : fields) {
-      line += " " + key + "=" + quoteIfNeeded(value);
+      line += ' ';
+      line += key;
+      line += '=';
+      appendTextValue(line, value);
     }
   }
   line += '\n';
