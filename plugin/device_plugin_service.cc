@@ -61,23 +61,22 @@ grpc::Status DevicePluginService::GetDevicePluginOptions(grpc::ServerContext*,
 grpc::Status
 DevicePluginService::ListAndWatch(grpc::ServerContext* context, const v1beta1::Empty*,
                                   grpc::ServerWriter<v1beta1::ListAndWatchResponse>* writer) {
-  const std::string& resource = resource_;
-  logger_.info("ListAndWatch stream opened", {{"resource", resource}});
+  logger_.info("ListAndWatch stream opened", {{"resource", resource_}});
   DeviceList list = manager_.devices();
   // Every message is the full list; a re-send after the resend interval repairs a lost update.
   while (!list.closed && !stop_.stop_requested() && !context->IsCancelled()) {
     if (!writer->Write(toListAndWatchResponse(list))) {
-      logger_.warn("ListAndWatch stream closed by the kubelet", {{"resource", resource}});
+      logger_.warn("ListAndWatch stream closed by the kubelet", {{"resource", resource_}});
       return grpc::Status::OK;
     }
     metrics_
         .counter("kube_rdma_plugin_list_and_watch_sends_total", "Device lists sent to the kubelet.",
-                 {{"resource", resource}})
+                 {{"resource", resource_}})
         .inc();
     list = manager_.waitForChange(list.version, std::chrono::milliseconds(resend_interval_ms_),
                                   stop_.get_token());
   }
-  logger_.info("ListAndWatch stream ended", {{"resource", resource}});
+  logger_.info("ListAndWatch stream ended", {{"resource", resource_}});
   return grpc::Status::OK;
 }
 
@@ -114,23 +113,22 @@ Counter& DevicePluginService::grantedCounter() {
 grpc::Status DevicePluginService::Allocate(grpc::ServerContext*,
                                            const v1beta1::AllocateRequest* request,
                                            v1beta1::AllocateResponse* response) {
-  const std::string& resource = resource_;
   for (const auto& container : request->container_requests()) {
     const auto ids = toVector(container.devices_ids());
     auto allocation = manager_.allocate(ids);
     if (!allocation) {
       metrics_
           .counter("kube_rdma_plugin_allocations_total", "Allocate answers by outcome.",
-                   {{"resource", resource}, {"outcome", "refused"}})
+                   {{"resource", resource_}, {"outcome", "refused"}})
           .inc();
-      logger_.warn("Allocate refused", {{"resource", resource},
+      logger_.warn("Allocate refused", {{"resource", resource_},
                                         {"ids", joinStrings(ids, ", ")},
                                         {"error", allocation.error().message}});
       return {grpc::StatusCode::INVALID_ARGUMENT, allocation.error().message};
     }
     toContainerAllocateResponse(*allocation, *response->add_container_responses());
     grantedCounter().inc();
-    logger_.info("Allocate granted", {{"resource", resource}, {"ids", joinStrings(ids, ", ")}});
+    logger_.info("Allocate granted", {{"resource", resource_}, {"ids", joinStrings(ids, ", ")}});
   }
   return grpc::Status::OK;
 }
