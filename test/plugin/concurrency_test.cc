@@ -187,10 +187,11 @@ void copyHealthFiles(const NodeTopology& topology, const std::string& from, cons
   namespace fs = std::filesystem;
   for (const auto& device : topology.devices) {
     for (const auto& port : device.ports) {
+      // Inside the fixture's tree, never the host's.
       const std::string dir =
-          "/sys/class/infiniband/" + device.name + "/ports/" + std::to_string(port.number);
-      fs::create_directories(to + dir);
-      fs::copy_file(from + dir + "/state", to + dir + "/state");
+          "sys/class/infiniband/" + device.name + "/ports/" + std::to_string(port.number);
+      fs::create_directories(to + "/" + dir);
+      fs::copy_file(from + "/" + dir + "/state", to + "/" + dir + "/state");
     }
     fs::create_directories(to + "/dev/infiniband");
     fs::copy_file(from + "/dev/infiniband/" + device.uverbs,
