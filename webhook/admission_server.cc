@@ -1,7 +1,5 @@
 #include "webhook/admission_server.h"
 
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 
@@ -10,6 +8,7 @@
 #include <cstdlib>
 #include <set>
 
+#include "webhook/held_writes.h"
 #include "webhook/review.h"
 
 namespace kube_rdma {
@@ -34,15 +33,6 @@ void lingeringClose(int fd, std::chrono::milliseconds linger, const Clock& clock
     if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
       return;
     }
-  }
-}
-
-// TCP_CORK on the connection's socket: while set, the kernel holds what is written until a full
-// segment is queued or the cork is removed. Best effort: a failure only costs a segment.
-void cork(int fd, bool on) {
-  const int value = on ? 1 : 0;
-  if (fd >= 0) {
-    ::setsockopt(fd, IPPROTO_TCP, TCP_CORK, &value, sizeof(value));
   }
 }
 
@@ -137,14 +127,19 @@ void AdmissionServer::routes() {
     if (draining_) {
       res.set_header("Connection", "close");
     }
-    // cpp-httplib writes the status line and headers, then the body: two SSL_writes, which with
-    // TCP_NODELAY were two segments and two wake-ups of the client. Corked here, just before the
-    // headers are written, they leave in one segment when the logger, which httplib calls after
-    // the body, uncorks.
-    cork(socketOf(req), true);
+    // cpp-httplib writes the status line and headers, then the body: two SSL_writes. Held from
+    // here, just before the headers are written, they leave in one write() when the logger,
+    // which httplib calls after the body, releases them. The SSL is this connection's own.
+    if (req.ssl != nullptr) {
+      holdWrites(*const_cast<SSL*>(req.ssl));
+    }
   });
-  server_->set_logger(
-      [](const httplib::Request& req, const httplib::Response&) { cork(socketOf(req), false); });
+  server_->set_logger([](const httplib::Request& req, const httplib::Response&) {
+    if (req.ssl != nullptr && !releaseWrites(*req.ssl)) {
+      // Part of the answer is lost: end the connection rather than answer the next request.
+      ::shutdown(socketOf(req), SHUT_RDWR);
+    }
+  });
 }
 
 // Runs before the body is read: a request must announce a length within the cap, so neither a
@@ -182,14 +177,18 @@ void AdmissionServer::refuse(const httplib::Request& request, httplib::Response&
                              int status, const std::string& message) const {
   response.status = status;
   response.set_header("Connection", "close");
+  const SSL* ssl = request.ssl;
   const int fd = socketOf(request);
   const std::string text = message + "\n";
   const std::chrono::milliseconds linger = options_.refusal_linger;
   response.set_content_provider(
       text.size(), kText,
-      [text, fd, linger, clock = clock_](size_t offset, size_t, httplib::DataSink& sink) {
+      [text, ssl, fd, linger, clock = clock_](size_t offset, size_t, httplib::DataSink& sink) {
         sink.write(text.data() + offset, text.size() - offset);
-        cork(fd, false); // the logger that uncorks runs only after this returns
+        // The logger that releases the held answer runs only after this returns.
+        if (ssl != nullptr) {
+          releaseWrites(*ssl);
+        }
         if (fd >= 0) {
           lingeringClose(fd, linger, *clock);
         }

@@ -204,6 +204,67 @@ std::string untilClosed(int port, const std::vector<std::string>& parts) {
   return response;
 }
 
+// One keep-alive TLS connection speaking raw HTTP/1.1: a request is sent as written, and an
+// answer is read whole (headers, then Content-Length bytes of body) before the next is sent.
+class RawConnection {
+public:
+  explicit RawConnection(int port) {
+    bio_ = BIO_new_ssl_connect(ctx_);
+    BIO_set_conn_hostname(bio_, ("127.0.0.1:" + std::to_string(port)).c_str());
+    connected_ = BIO_do_connect(bio_) == 1;
+  }
+  ~RawConnection() {
+    BIO_free_all(bio_);
+    SSL_CTX_free(ctx_);
+  }
+
+  bool send(const std::string& bytes) {
+    return connected_ && BIO_write(bio_, bytes.data(), static_cast<int>(bytes.size())) > 0;
+  }
+  // The next answer's head (status line and headers) and body; empty when the connection closed
+  // first. A held answer never comes: the server cuts the connection after its request timeout.
+  std::string answer(bool head_only = false) {
+    size_t end = std::string::npos;
+    while ((end = buffered_.find("\r\n\r\n")) == std::string::npos && fill()) {
+    }
+    if (end == std::string::npos) {
+      return "";
+    }
+    const std::string head = buffered_.substr(0, end + 4);
+    size_t length = 0;
+    std::smatch m;
+    if (!head_only &&
+        std::regex_search(head, m,
+                          std::regex("\r\nContent-Length: ([0-9]+)\r\n", std::regex::icase))) {
+      length = std::stoul(m[1]);
+    }
+    while (buffered_.size() < head.size() + length && fill()) {
+    }
+    if (buffered_.size() < head.size() + length) {
+      return "";
+    }
+    std::string whole = buffered_.substr(0, head.size() + length);
+    buffered_.erase(0, whole.size());
+    return whole;
+  }
+
+private:
+  bool fill() {
+    char buffer[4096];
+    const int n = connected_ ? BIO_read(bio_, buffer, sizeof(buffer)) : 0;
+    if (n <= 0) {
+      return false;
+    }
+    buffered_.append(buffer, static_cast<size_t>(n));
+    return true;
+  }
+
+  SSL_CTX* ctx_ = SSL_CTX_new(TLS_client_method());
+  BIO* bio_ = nullptr;
+  bool connected_ = false;
+  std::string buffered_;
+};
+
 // A plain TCP connection to the server that never says anything; -1 if it cannot connect.
 int silentConnection(int port) {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -494,6 +555,61 @@ TEST_F(WebhookE2E, ARefusedRequestClosesItsConnectionSoItsBodyIsNeverReadAsARequ
     EXPECT_EQ(count(answer, "HTTP/1.1 "), 1u) << "the body was answered as a request:\n" << answer;
   }
   EXPECT_EQ(review(*client(), "uid-after"), "");
+}
+
+// Answers are held while httplib writes them and leave at its logger callback (one write per
+// answer): every kind of answer, ours and httplib's own, must leave before the next request is
+// sent on the same connection, or the client would wait for it until the connection is cut.
+TEST_F(WebhookE2E, EveryKindOfAnswerLeavesBeforeTheNextRequestOnAKeepAliveConnection) {
+  auto process = start({"--request-timeout", "1"});
+  const std::string body = podReview("uid-keep-alive").dump();
+  const std::string post = "POST /mutate?timeout=5s HTTP/1.1\r\nHost: webhook\r\n";
+  const auto length = [](const std::string& text) {
+    return "Content-Length: " + std::to_string(text.size()) + "\r\n\r\n" + text;
+  };
+  const std::vector<std::pair<std::string, std::string>> requests = {
+      {"GET /healthz HTTP/1.1\r\nHost: webhook\r\n\r\n", "HTTP/1.1 200 "},
+      {"GET /readyz HTTP/1.1\r\nHost: webhook\r\n\r\n", "HTTP/1.1 200 "},
+      {"GET /metrics HTTP/1.1\r\nHost: webhook\r\n\r\n", "HTTP/1.1 200 "},
+      {"GET /nowhere HTTP/1.1\r\nHost: webhook\r\n\r\n", "HTTP/1.1 404 "}, // httplib's own
+      {"DELETE /mutate HTTP/1.1\r\nHost: webhook\r\n\r\n", "HTTP/1.1 404 "},
+      {post + "Content-Type: application/json\r\n" + length(body), "HTTP/1.1 200 "},
+      {post + "Content-Type: application/json\r\n" + length("not json"), "HTTP/1.1 400 "},
+      {post + "Content-Type: text/plain\r\n" + length(body), "HTTP/1.1 415 "},
+      {post + "Content-Type: application/json\r\n" + length(body), "HTTP/1.1 200 "},
+  };
+  RawConnection connection(port_);
+  for (const auto& [request, status] : requests) {
+    ASSERT_TRUE(connection.send(request)) << request;
+    const std::string answer = connection.answer();
+    EXPECT_EQ(answer.rfind(status, 0), 0u) << request << "\n" << answer << process->log();
+  }
+  // A HEAD answer has headers only.
+  ASSERT_TRUE(connection.send("HEAD /healthz HTTP/1.1\r\nHost: webhook\r\n\r\n"));
+  EXPECT_EQ(connection.answer(true).rfind("HTTP/1.1 200 ", 0), 0u);
+  // A client that waits for 100 Continue before its body: the interim answer is written outside
+  // any hold, the final one after the body.
+  ASSERT_TRUE(connection.send(post +
+                              "Content-Type: application/json\r\nExpect: 100-continue\r\n"
+                              "Content-Length: " +
+                              std::to_string(body.size()) + "\r\n\r\n"));
+  EXPECT_EQ(connection.answer(true).rfind("HTTP/1.1 100 Continue", 0), 0u);
+  ASSERT_TRUE(connection.send(body));
+  EXPECT_EQ(connection.answer().rfind("HTTP/1.1 200 ", 0), 0u);
+  // httplib's own 400 for a request line it cannot parse; it then closes the connection.
+  ASSERT_TRUE(connection.send("NONSENSE\r\n\r\n"));
+  EXPECT_EQ(connection.answer().rfind("HTTP/1.1 400 ", 0), 0u);
+  // Refusals before the body (411, 413) are answered and closed on their own connections.
+  for (const auto& [head, status] : std::vector<std::pair<std::string, std::string>>{
+           {"Transfer-Encoding: chunked\r\n\r\n", "HTTP/1.1 411 "},
+           {"\r\n", "HTTP/1.1 411 "},
+           {"Content-Length: 7340032\r\n\r\n", "HTTP/1.1 413 "}}) {
+    RawConnection refused(port_);
+    ASSERT_TRUE(refused.send(post + "Content-Type: application/json\r\n" + head));
+    EXPECT_EQ(refused.answer().rfind(status, 0), 0u) << head;
+  }
+  const std::string m = metrics();
+  EXPECT_NE(m.find("rdma_webhook_connections_cut_total 0\n"), std::string::npos) << m;
 }
 
 TEST_F(WebhookE2E, ConnectionsBeyondTheCapAreRefusedAtOnceAndServedOnceThreadsAreFree) {
