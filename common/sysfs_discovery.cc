@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <map>
 #include <optional>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -335,10 +336,6 @@ void readPciFacts(int fn, const std::string& rel, const std::string& resolved_ro
     d.is_vf = true;
     d.pf_pci_address = *physfn;
   }
-  if (auto uverbs = listDir(fn, "infiniband_verbs"); uverbs && !uverbs->empty()) {
-    std::sort(uverbs->begin(), uverbs->end(), naturalLess);
-    d.uverbs = uverbs->front();
-  }
   std::vector<std::pair<uint32_t, std::string>> vfs;
   for (const auto& entry : listOpenDir(fn).value_or(std::vector<std::string>{})) {
     if (entry.rfind("virtfn", 0) != 0) {
@@ -356,8 +353,33 @@ void readPciFacts(int fn, const std::string& rel, const std::string& resolved_ro
   }
 }
 
+// Each RDMA device's uverbs device, by the ibdev attribute of class/infiniband_verbs/uverbsN, as
+// libibverbs finds them. That class lists software devices too (rxe, siw), whose uverbs device
+// sits under devices/virtual rather than under a PCI function.
+std::map<std::string, std::string> readUverbsDevices(int root_fd, Warnings& warnings) {
+  std::map<std::string, std::string> by_device;
+  DirFd klass(root_fd, "class/infiniband_verbs");
+  if (!klass.ok()) {
+    return by_device; // no uverbs module: no device has a node, which the health check reports
+  }
+  auto names = listOpenDir(klass.get()).value_or(std::vector<std::string>{});
+  std::sort(names.begin(), names.end(), naturalLess);
+  for (const auto& name : names) {
+    if (name.rfind("uverbs", 0) != 0) {
+      continue; // abi_version
+    }
+    if (auto ibdev = readAttributeAt(klass.get(), (name + "/ibdev").c_str())) {
+      by_device.emplace(std::move(*ibdev), name); // the lowest uverbsN of a device wins
+    } else {
+      warnings.add("class/infiniband_verbs/" + name + "/ibdev", ibdev.error().message);
+    }
+  }
+  return by_device;
+}
+
 std::optional<RdmaDevice> readDevice(int class_fd, const std::string& resolved_root,
                                      const std::string& name, const GidScan& scan,
+                                     const std::map<std::string, std::string>& uverbs_by_device,
                                      Warnings& warnings) {
   const std::string rel = "class/infiniband/" + name;
   DirFd dev(class_fd, name);
@@ -371,16 +393,24 @@ std::optional<RdmaDevice> readDevice(int class_fd, const std::string& resolved_r
   readParsed(dev.get(), rel, "node_guid", warnings, asText, d.node_guid);
   readParsed(dev.get(), rel, "sys_image_guid", warnings, asText, d.sys_image_guid);
   readParsed(dev.get(), rel, "fw_ver", warnings, asText, d.fw_ver);
-  readParsed(dev.get(), rel, "hca_type", warnings, asText, d.hca_type);
-  readParsed(dev.get(), rel, "board_id", warnings, asText, d.board_id);
+  if (auto uverbs = uverbs_by_device.find(name); uverbs != uverbs_by_device.end()) {
+    d.uverbs = uverbs->second;
+  }
+  std::vector<std::string> netdev_names;
   DirFd fn(dev.get(), "device");
   if (fn.ok()) {
+    readParsed(dev.get(), rel, "hca_type", warnings, asText, d.hca_type);
+    readParsed(dev.get(), rel, "board_id", warnings, asText, d.board_id);
     readPciFacts(fn.get(), rel, resolved_root, resolved_root + "/" + rel, d, warnings);
+    netdev_names = listDir(fn.get(), "net").value_or(std::vector<std::string>{});
+    std::sort(netdev_names.begin(), netdev_names.end(), naturalLess);
+  } else if (auto parent = readAttributeAt(dev.get(), "parent")) {
+    // A software device (rxe, siw): no PCI function, no hca_type or board_id; its netdev is
+    // its parent.
+    netdev_names.push_back(std::move(*parent));
   } else {
-    warnings.add(rel + "/device", "no PCI function: " + std::string(std::strerror(errno)));
+    warnings.add(rel + "/device", "no PCI function and no parent netdev");
   }
-  auto netdev_names = listDir(fn.get(), "net").value_or(std::vector<std::string>{});
-  std::sort(netdev_names.begin(), netdev_names.end(), naturalLess);
   d.netdevs = netdev_names;
 
   DirFd ports(dev.get(), "ports");
@@ -504,10 +534,12 @@ NodeTopology discoverFromSysfs(const DiscoveryRoots& roots, const GidScan& scan)
     warnings.add("class/infiniband", "no RDMA devices: " + std::string(std::strerror(errno)) +
                                          " under " + roots.sysfs_root);
   } else {
+    const auto uverbs_by_device = readUverbsDevices(root.get(), warnings);
     auto names = listOpenDir(klass.get()).value_or(std::vector<std::string>{});
     std::sort(names.begin(), names.end(), naturalLess);
     for (const auto& name : names) {
-      if (auto device = readDevice(klass.get(), resolved_root, name, scan, warnings)) {
+      if (auto device =
+              readDevice(klass.get(), resolved_root, name, scan, uverbs_by_device, warnings)) {
         topo.devices.push_back(std::move(*device));
       }
     }

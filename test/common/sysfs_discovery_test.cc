@@ -292,6 +292,47 @@ TEST(SysfsDiscovery, SriovVfsKnowTheirPhysicalFunction) {
   }
 }
 
+TEST(SysfsDiscovery, SoftRoceDeviceHasNoPciFunctionButItsParentNetdevAndUverbs) {
+  const auto topo = discoverFixture("soft-roce");
+  EXPECT_TRUE(topo.warnings.empty()) << warningsText(topo);
+  ASSERT_EQ(names(topo), (std::vector<std::string>{"mlx5_0", "rxe0"}));
+  const RdmaDevice& rxe = topo.devices[1];
+  EXPECT_EQ(rxe.node_guid, "0000:00ff:fe00:0001");
+  EXPECT_EQ(rxe.fw_ver, "");
+  EXPECT_EQ(rxe.hca_type, "");
+  EXPECT_EQ(rxe.pci_address, "");
+  EXPECT_EQ(rxe.driver, "");
+  EXPECT_EQ(rxe.numa_node, std::nullopt);
+  EXPECT_EQ(rxe.netdevs, (std::vector<std::string>{"eth1"}));
+  EXPECT_EQ(rxe.uverbs, "uverbs1");
+  ASSERT_EQ(rxe.ports.size(), 1u);
+  const Port& port = rxe.ports[0];
+  EXPECT_EQ(port.netdev, "eth1");
+  EXPECT_EQ(port.rate_gbps, 2u);   // "2.5 Gb/sec (1X SDR)": whole Gb/s
+  ASSERT_EQ(port.gids.size(), 3u); // of 1024 entries, RoCE v2 only
+  EXPECT_EQ(port.gids[1].index, 1u);
+  EXPECT_EQ(port.gids[1].type, GidType::kRoceV2);
+  EXPECT_EQ(port.gids[1].ipv4, "10.20.0.5");
+  EXPECT_EQ(topo.devices[0].uverbs, "uverbs0");
+  EXPECT_EQ(topo.devices[0].netdevs, (std::vector<std::string>{"eth2"}));
+}
+
+TEST(SysfsDiscovery, UverbsDevicesAreMatchedByTheirIbdevAttribute) {
+  FixtureCopy copy("soft-roce");
+  // Swap which uverbs device belongs to which RDMA device: only ibdev says.
+  std::ofstream(copy.sys("class/infiniband_verbs/uverbs0/ibdev"), std::ios::trunc) << "rxe0\n";
+  std::ofstream(copy.sys("class/infiniband_verbs/uverbs1/ibdev"), std::ios::trunc) << "mlx5_0\n";
+  fs::remove_all(copy.sys("class/infiniband_verbs/uverbs7"));
+  fs::create_directories(copy.sys("class/infiniband_verbs/uverbs7"));
+  const auto topo = discoverFromSysfs(copy.roots());
+  ASSERT_EQ(names(topo), (std::vector<std::string>{"mlx5_0", "rxe0"}));
+  EXPECT_EQ(topo.devices[0].uverbs, "uverbs1");
+  EXPECT_EQ(topo.devices[1].uverbs, "uverbs0");
+  // A uverbs device without a readable ibdev is skipped with a warning naming it.
+  ASSERT_EQ(topo.warnings.size(), 1u) << warningsText(topo);
+  EXPECT_EQ(topo.warnings[0].path, "class/infiniband_verbs/uverbs7/ibdev");
+}
+
 TEST(SysfsDiscovery, LargeNodeHasEveryPortAndGid) {
   const auto topo = discoverFixture("large-16x2");
   EXPECT_TRUE(topo.warnings.empty()) << warningsText(topo);
