@@ -152,6 +152,9 @@ NodeTopology mergeSysfsFacts(VerbsScan verbs, NodeTopology sysfs) {
     }
     const RdmaDevice& s = *it->second;
     d.node_type = s.node_type;
+    // The driver's own text: rxe has no firmware and sysfs says "", where its libibverbs provider
+    // formats the zero it gets as "0.0.0" (seen in test/softroce/).
+    d.fw_ver = s.fw_ver;
     d.hca_type = s.hca_type;
     d.board_id = s.board_id;
     d.pci_address = s.pci_address;

@@ -2,7 +2,8 @@
 # Installs the Debian 12 packages kube-rdma builds and tests with, only those missing.
 # Idempotent and quiet when everything is there.
 #   setup.sh          what the build needs (the demo, the Dockerfile's build stage)
-#   setup.sh --tests  and Node.js with npm, on which the manifest validators run (scripts/test.sh)
+#   setup.sh --tests  and Node.js with npm, on which the manifest validators run, and qemu for the
+#                     soft-RoCE VM test (scripts/test.sh)
 #   setup.sh --all    and the benchmarks' load tools (wrk, nginx, curl)
 set -euo pipefail
 
@@ -13,11 +14,14 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev
 )
+# The soft-RoCE VM test (test/softroce/): qemu, depmod for the kernel it downloads, and
+# rdma-core's ibv_devinfo as the reference it compares discovery with.
+vm_packages=(qemu-system-x86 kmod ibverbs-utils)
 with_node=
 case "${1:-}" in
   "") ;;
-  --tests) with_node=1 ;;
-  --all) with_node=1 packages+=(wrk nginx-light curl) ;;
+  --tests) with_node=1 packages+=("${vm_packages[@]}") ;;
+  --all) with_node=1 packages+=("${vm_packages[@]}" wrk nginx-light curl) ;;
   *) echo "setup: unknown option '$1' (--tests or --all)" >&2; exit 2 ;;
 esac
 

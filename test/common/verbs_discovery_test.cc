@@ -31,7 +31,7 @@ private:
 RdmaDevice verbsDevice(const std::string& name) {
   RdmaDevice d;
   d.name = name;
-  d.fw_ver = "20.99.0001"; // differs from sysfs: the verbs value must win
+  d.fw_ver = "20.99.0001"; // differs from sysfs: the kernel's text must win
   Port p;
   p.number = 1;
   p.state = PortState::kActive;
@@ -102,7 +102,7 @@ TEST(VerbsDiscovery, VerbsDevicesAreCompletedWithSysfsFacts) {
   ASSERT_EQ(topo.devices.size(), 2u); // only what libibverbs lists, like NCCL sees
   const RdmaDevice& d = topo.devices[0];
   EXPECT_EQ(d.name, "mlx5_1");
-  EXPECT_EQ(d.fw_ver, "20.99.0001");
+  EXPECT_EQ(d.fw_ver, "20.31.1014"); // the kernel's text, not the provider's "20.99.0001"
   EXPECT_EQ(d.hca_type, "MT4123");
   EXPECT_EQ(d.numa_node, std::optional<int>(0));
   EXPECT_EQ(d.pcie_path.size(), 4u);

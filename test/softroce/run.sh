@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Discovery, libibverbs and the plugin against a real kernel's RDMA stack, with no RDMA card:
+# boots Debian's own Linux 6.1 under qemu, creates two soft-RoCE (rxe) devices in it and runs
+# softroce_guest_tests there (guest.sh). The VM's root filesystem is this machine's, shared
+# read-only over 9p, so the guest runs the binaries and libraries built and installed here; the
+# kernel and a static busybox for the initramfs come from Debian's archive (apt-get download,
+# unpacked into CACHE_DIR, not installed).
+#   run.sh GUEST_TEST_BINARY CACHE_DIR SOURCE_DIR
+# Exit code: the guest tests' own; 77 (skipped) when qemu or the kernel package is not to be had.
+set -euo pipefail
+guest_tests=$1
+cache=$2
+src=$3
+skip() {
+  echo "softroce: skipped: $*"
+  exit 77
+}
+
+command -v qemu-system-x86_64 >/dev/null || skip "no qemu-system-x86_64 (scripts/setup.sh --tests installs qemu-system-x86)"
+depmod=$(command -v depmod || echo /usr/sbin/depmod)
+[[ -x $depmod ]] || skip "no depmod (scripts/setup.sh --tests installs kmod)"
+command -v ibv_devinfo >/dev/null || skip "no ibv_devinfo (scripts/setup.sh --tests installs ibverbs-utils)"
+
+mkdir -p "$cache"
+cd "$cache"
+kernel_pkg=$(apt-cache depends linux-image-amd64 2>/dev/null |
+  sed -n 's/^ *Depends: \(linux-image-[0-9][^ ]*\)$/\1/p' | head -n 1)
+[[ -n $kernel_pkg ]] || skip "apt knows no linux-image-amd64 (apt-get update?)"
+version=${kernel_pkg#linux-image-}
+if [[ ! -f kernel/boot/vmlinuz-$version ]]; then
+  rm -rf kernel busybox ./*.deb
+  apt-get download "$kernel_pkg" busybox-static >/dev/null 2>download.log ||
+    skip "cannot download $kernel_pkg and busybox-static: $(tail -n 1 download.log)"
+  dpkg -x linux-image-*.deb kernel
+  dpkg -x busybox-static_*.deb busybox
+  rm -f ./*.deb
+  "$depmod" -b kernel "$version"
+fi
+
+# The initramfs: busybox, init.sh, and the modules in the order modules.dep says they load.
+rm -rf initramfs && mkdir -p initramfs/{bin,modules,proc,sys,dev,root}
+cp busybox/bin/busybox initramfs/bin/
+cp "$src/test/softroce/init.sh" initramfs/init
+python3 - "kernel/lib/modules/$version" initramfs/modules <<'PY'
+import shutil, sys
+moddir, out = sys.argv[1], sys.argv[2]
+deps = {}
+for line in open(moddir + "/modules.dep"):
+    path, rest = line.split(":", 1)
+    deps[path] = rest.split()
+by_name = {p.rsplit("/", 1)[1].split(".ko")[0]: p for p in deps}
+order = []
+def visit(path):
+    for d in reversed(deps[path]):  # modules.dep lists what loads last first
+        visit(d)
+    if path not in order:
+        order.append(path)
+# 9p over virtio for the root filesystem; rxe (its ICRC needs crc32) and rdma_ucm
+# (/dev/infiniband/rdma_cm); dummy netdevs.
+for name in ("virtio_pci", "9pnet_virtio", "9p", "crc32_generic", "rdma_rxe", "rdma_ucm", "dummy"):
+    visit(by_name[name])
+for i, path in enumerate(order):
+    shutil.copy(moddir + "/" + path, "%s/%02d-%s" % (out, i, path.rsplit("/", 1)[1]))
+PY
+(cd initramfs && find . | ../busybox/bin/busybox cpio -o -H newc 2>/dev/null | gzip -1) >initramfs.gz
+
+# TCG, not KVM: nested KVM on this project's VMs stalls in the guest's early boot. Emulated, the
+# boot takes ~15 s and the tests a minute or two.
+log=$cache/console.log
+echo "softroce: booting $kernel_pkg under qemu (TCG); console in $log"
+status=0
+timeout 900 qemu-system-x86_64 -accel tcg -cpu max -m 2048 -smp 1 -nographic -no-reboot \
+  -kernel "kernel/boot/vmlinuz-$version" -initrd initramfs.gz \
+  -append "console=ttyS0 panic=-1 quiet softroce=$src/test/softroce/guest.sh,$guest_tests,$src" \
+  -virtfs local,path=/,mount_tag=root,security_model=none,readonly=on,multidevs=remap \
+  -nic none </dev/null >"$log" 2>&1 || status=$?
+grep -v -e '^qemu-system-x86_64: warning: host' -e 'speed is unknown' "$log" | tr -d '\r' |
+  sed 's/\x1b\[[0-9;?]*[a-zA-Z]//g; s/\x1bc//g'
+[[ $status -eq 0 ]] || { echo "softroce: qemu failed or timed out (exit $status)"; exit 1; }
+result=$(tr -d '\r' <"$log" | sed -n 's/^softroce-guest: exit \([0-9]*\)$/\1/p' | tail -n 1)
+[[ -n $result ]] || { echo "softroce: the guest tests did not finish"; exit 1; }
+exit "$result"
