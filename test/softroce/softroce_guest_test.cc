@@ -8,7 +8,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
-#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -18,9 +17,7 @@
 #include "common/log.h"
 #include "common/sysfs_discovery.h"
 #include "common/verbs_discovery.h"
-#include "test/plugin/kubelet_simulator.h"
-#include "test/plugin/plugin_process.h"
-#include "test/plugin/temp_dir.h"
+#include "test/plugin/plugin_test_base.h"
 
 namespace kube_rdma {
 namespace {
@@ -194,58 +191,31 @@ TEST_F(SoftRoceVm, RdmactlDoctorPassesAndNamesTheDataRxeForNccl) {
   EXPECT_NE(env.find("NCCL_IB_HCA==rxe1:1\n"), std::string::npos) << env;
 }
 
-class SoftRocePlugin : public SoftRoceVm {
+// The real plugin on the VM's /sys and /dev, with the kubelet simulator.
+class SoftRocePlugin : public PluginTestBase {
 protected:
+  SoftRocePlugin() : PluginTestBase(kDeadline) {}
   void SetUp() override {
-    SoftRoceVm::SetUp();
-    if (IsSkipped()) {
-      return;
+    if (std::getenv("KUBE_RDMA_SOFTROCE_VM") == nullptr) {
+      GTEST_SKIP() << "runs inside the soft-RoCE VM of test/softroce/run.sh only";
     }
-    kubelet_ = std::make_unique<KubeletSimulator>(tmp_.sub("kubelet"));
+    kubelet_dir_ = tmp_.sub("kubelet");
+    state_dir_ = tmp_.path() + "/state";
+    kubelet_ = std::make_unique<KubeletSimulator>(kubelet_dir_);
     ASSERT_TRUE(kubelet_->start().ok());
-    auto plugin =
-        PluginProcess::start(KUBE_RDMA_PLUGIN_BINARY,
-                             {"--sysfs-root", "/sys", "--proc-root", "/proc", "--dev-root", "/dev",
-                              "--device-plugin-dir", kubelet_->dir(), "--plugin-registry-dir",
-                              tmp_.path() + "/no-registry", "--state-dir", tmp_.path() + "/state",
-                              "--health-interval", "200ms"},
-                             tmp_.path() + "/plugin.log");
-    ASSERT_TRUE(plugin.ok()) << plugin.error().message;
-    plugin_ = std::move(*plugin);
+    launchPlugin({"--sysfs-root", "/sys", "--proc-root", "/proc", "--dev-root", "/dev",
+                  "--device-plugin-dir", kubelet_dir_, "--plugin-registry-dir",
+                  tmp_.path() + "/no-registry", "--state-dir", state_dir_, "--health-interval",
+                  "200ms"},
+                 "plugin.log");
   }
-  void TearDown() override {
-    if (HasFailure() && plugin_) {
-      std::cerr << "plugin log:\n" << plugin_->logs();
-    }
-    plugin_.reset();
-    kubelet_.reset();
-  }
-  bool waitForHealthy(int healthy) {
-    return kubelet_->waitFor(
-        [&](const KubeletView& v) {
-          auto it = v.resources.find(kShared);
-          return it != v.resources.end() && it->second.streaming && !it->second.devices.empty() &&
-                 it->second.healthyCount() == healthy;
-        },
-        kDeadline);
-  }
-  int offered() const {
-    return static_cast<int>(kubelet_->view().resources.at(kShared).devices.size());
-  }
-
-  TempDir tmp_;
-  std::unique_ptr<KubeletSimulator> kubelet_;
-  PluginProcessPtr plugin_;
 };
 
+// One soft-RoCE device for data (rxe0 carries the default route): the default 16 IDs per HCA.
+constexpr int kOffered = 16;
+
 TEST_F(SoftRocePlugin, AllocateGrantsTheDataRxeAndLeavesTheManagementOneOut) {
-  ASSERT_TRUE(kubelet_->waitFor(
-      [](const KubeletView& v) {
-        auto it = v.resources.find(kShared);
-        return it != v.resources.end() && it->second.streaming && !it->second.devices.empty();
-      },
-      kDeadline));
-  ASSERT_TRUE(waitForHealthy(offered()));
+  ASSERT_TRUE(waitForHealthy(kShared, kOffered, kOffered));
   auto answer = kubelet_->allocate(kShared, {"0"});
   ASSERT_TRUE(answer.ok()) << answer.error().message;
 
@@ -263,19 +233,14 @@ TEST_F(SoftRocePlugin, AllocateGrantsTheDataRxeAndLeavesTheManagementOneOut) {
 }
 
 TEST_F(SoftRocePlugin, ThePortGoingDownInTheKernelMakesThePoolUnhealthyAndBack) {
-  ASSERT_TRUE(kubelet_->waitFor(
-      [](const KubeletView& v) {
-        auto it = v.resources.find(kShared);
-        return it != v.resources.end() && it->second.streaming && !it->second.devices.empty();
-      },
-      kDeadline));
-  const int all = offered();
-  ASSERT_TRUE(waitForHealthy(all));
+  ASSERT_TRUE(waitForHealthy(kShared, kOffered, kOffered));
   // rxe follows its netdev: NETDEV_DOWN sets the port DOWN in the kernel.
   ASSERT_EQ(std::system("ip link set data0 down"), 0);
-  EXPECT_TRUE(waitForHealthy(0)) << run("cat /sys/class/infiniband/rxe1/ports/1/state");
+  EXPECT_TRUE(waitForHealthy(kShared, 0, kOffered))
+      << run("cat /sys/class/infiniband/rxe1/ports/1/state");
   ASSERT_EQ(std::system("ip link set data0 up"), 0);
-  EXPECT_TRUE(waitForHealthy(all)) << run("cat /sys/class/infiniband/rxe1/ports/1/state");
+  EXPECT_TRUE(waitForHealthy(kShared, kOffered, kOffered))
+      << run("cat /sys/class/infiniband/rxe1/ports/1/state");
 }
 
 } // namespace
