@@ -284,6 +284,25 @@ TEST(PoolsOnFixtures, VfsStayOutByDefault) {
   EXPECT_EQ(sharedPool(t).deviceNames(), (std::vector<std::string>{"mlx5_0"}));
 }
 
+TEST(PoolsOnFixtures, SoftRoceJoinsTheDefaultPoolButNotOneThatNamesADriver) {
+  const NodeTopology t = fixture("soft-roce");
+  EXPECT_EQ(sharedPool(t).deviceNames(), (std::vector<std::string>{"mlx5_0", "rxe0"}));
+  PluginConfig config = defaultPluginConfig();
+  config.pools[1].nccl.gid_index_mode = GidIndexMode::kAgreed;
+  const NodePool both = sharedPool(t, config);
+  auto env = computeNcclSettings(t, both, both.deviceNames());
+  ASSERT_TRUE(env.ok());
+  // mlx5_0's IPv4 RoCE v2 GID is at 3, rxe0's (v2 GIDs only) at 1: no index to agree on.
+  for (const auto& [name, value] : *env) {
+    EXPECT_NE(name, "NCCL_IB_GID_INDEX") << value;
+  }
+  config.pools[1].selector.drivers = {"mlx5_core"};
+  EXPECT_EQ(sharedPool(t, config).deviceNames(), (std::vector<std::string>{"mlx5_0"}));
+  config.pools[1].selector.drivers.clear();
+  config.pools[1].selector.netdev_names = {"eth1"}; // rxe0's parent
+  EXPECT_EQ(sharedPool(t, config).deviceNames(), (std::vector<std::string>{"rxe0"}));
+}
+
 TEST(PoolsOnFixtures, TensComeAfterTheOnesAndExactNamesKeepThemApart) {
   const NodeTopology t = fixture("mlx5-1-10");
   const NodePool shared = sharedPool(t);
