@@ -4,6 +4,10 @@
 # HTTPS exchange on this machine). wrk at 32 and 256 connections; loopback only.
 #
 #   test/webhook/bench_https.sh [BUILD_DIR] [SECONDS] [WEBHOOK_THREADS]
+#   BINARIES="before=/tmp/old/rdma-webhook after=build-webhook/webhook/rdma-webhook" ROUNDS=6 \
+#     CONNS=32 [COUNT_SYSCALLS=1] test/webhook/bench_https.sh build-webhook 8
+# With BINARIES, every binary and nginx run side by side, all started once and loaded in turn in
+# each of ROUNDS rounds (before/after comparisons in the same minutes); medians at the end.
 # Figures go in BENCHMARKS.md "## Webhook".
 set -euo pipefail
 
@@ -11,8 +15,10 @@ src=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$src/build-webhook}
 seconds=${2:-10}
 threads=${3:-64}
-webhook_port=18643
-nginx_port=18644
+binaries=${BINARIES:-rdma-webhook=$build/webhook/rdma-webhook}
+rounds=${ROUNDS:-1}
+conns_list=${CONNS:-32 256}
+nginx_port=18642
 work=$(mktemp -d /tmp/kube-rdma-bench-https.XXXXXX)
 pids=()
 cleanup() {
@@ -44,18 +50,27 @@ print(json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview"
     "object": pod, "oldObject": None, "dryRun": False}}, separators=(",", ":")))
 PY
 
-"$build/webhook/rdma-webhook" --tls-cert-file "$work/tls.crt" --tls-private-key-file "$work/tls.key" \
-  --listen-address "127.0.0.1:$webhook_port" --threads "$threads" --log-format json \
-  2>"$work/webhook.log" &
-pids+=($!)
-for _ in $(seq 50); do
-  curl -sf --cacert "$work/ca.crt" "https://127.0.0.1:$webhook_port/readyz" >/dev/null && break
-  sleep 0.1
+# Each binary on its own port from 18643; targets are name:port:pid.
+targets=()
+port=18643
+for entry in $binaries; do
+  name=${entry%%=*}
+  "${entry#*=}" --tls-cert-file "$work/tls.crt" --tls-private-key-file "$work/tls.key" \
+    --listen-address "127.0.0.1:$port" --threads "$threads" --log-format json \
+    2>"$work/$name.log" &
+  pids+=($!)
+  targets+=("$name:$port:$!")
+  for _ in $(seq 50); do
+    curl -sf --cacert "$work/ca.crt" "https://127.0.0.1:$port/readyz" >/dev/null && break
+    sleep 0.1
+  done
+  # nginx answers with exactly the bytes the webhook answers; every binary must answer the same.
+  curl -sf --cacert "$work/ca.crt" -H 'Content-Type: application/json' \
+    --data-binary @"$work/review.json" "https://127.0.0.1:$port/mutate" >"$work/reply.$name.json"
+  grep -q '"patchType":"JSONPatch"' "$work/reply.$name.json"
+  cp "$work/reply.$name.json" "$work/reply.json"
+  port=$((port + 1))
 done
-# nginx answers with exactly the bytes the webhook answers.
-curl -sf --cacert "$work/ca.crt" -H 'Content-Type: application/json' \
-  --data-binary @"$work/review.json" "https://127.0.0.1:$webhook_port/mutate" >"$work/reply.json"
-grep -q '"patchType":"JSONPatch"' "$work/reply.json"
 
 mkdir -p "$work/nginx"
 cat >"$work/nginx.conf" <<NGINX
@@ -115,21 +130,67 @@ cpu_ticks() {
   echo "$total"
 }
 nginx_pid=$(cat "$work/nginx/nginx.pid")
+targets+=("nginx:$nginx_port:$nginx_pid")
 hz=$(getconf CLK_TCK)
+
+# With COUNT_SYSCALLS=1, the system calls a server makes during a run (all its threads), counted
+# by perf; the counting itself costs CPU, so CPU per request is read from runs without it.
+count_syscalls=false
+if [[ ${COUNT_SYSCALLS:-0} == 1 ]]; then
+  perf stat -e raw_syscalls:sys_enter -p "$nginx_pid" -- sleep 0.1 >/dev/null
+  count_syscalls=true
+fi
 
 echo "body $(wc -c <"$work/review.json") bytes, reply $(wc -c <"$work/reply.json") bytes," \
   "webhook threads $threads, ${seconds}s per run, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
-printf "%-12s %6s %10s %9s %9s %7s %12s\n" server conns req/s p50_ms p99_ms errors cpu_us/req
-for conns in 32 256; do
-  for target in rdma-webhook:$webhook_port:${pids[0]} nginx:$nginx_port:$nginx_pid; do
-    IFS=: read -r name port pid <<<"$target"
-    before=$(cpu_ticks "$pid")
-    line=$(wrk -t2 -c"$conns" -d"${seconds}s" --timeout 10s -s "$work/post.lua" \
-      "https://127.0.0.1:$port/mutate" | grep '^RESULT')
-    after=$(cpu_ticks "$pid")
-    eval "${line#RESULT }"
-    cpu_us=$(((after - before) * 1000000 / hz / (rps * seconds)))
-    printf "%-12s %6s %10s %9s %9s %7s %12s\n" "$name" "$conns" "$rps" "$p50_ms" "$p99_ms" \
-      "$((errors + non2xx))" "$cpu_us"
+printf "%-5s %-12s %6s %10s %9s %9s %7s %12s %12s\n" round server conns req/s p50_ms p99_ms errors \
+  cpu_us/req syscalls/req
+for round in $(seq "$rounds"); do
+  for conns in $conns_list; do
+    for target in "${targets[@]}"; do
+      IFS=: read -r name port pid <<<"$target"
+      tracer=
+      if $count_syscalls; then
+        perf stat -x, -e raw_syscalls:sys_enter -o "$work/syscalls" \
+          -p "$(echo "$pid" $(pgrep -P "$pid" || true) | tr ' ' ,)" &
+        tracer=$!
+        sleep 0.2
+      fi
+      before=$(cpu_ticks "$pid")
+      line=$(wrk -t"$((conns < 2 ? 1 : 2))" -c"$conns" -d"${seconds}s" --timeout 10s -s "$work/post.lua" \
+        "https://127.0.0.1:$port/mutate" | grep '^RESULT')
+      after=$(cpu_ticks "$pid")
+      eval "${line#RESULT }"
+      per_request=-
+      if [[ -n $tracer ]]; then
+        kill -INT "$tracer"
+        wait "$tracer" || true
+        # Counted over the run and the 0.2 s before it, when the server is idle.
+        per_request=$(awk -F, -v r="$((rps * seconds))" '$3 ~ /sys_enter/ {printf "%.2f", $1 / r}' \
+          "$work/syscalls")
+      fi
+      cpu_us=$(((after - before) * 1000000 / hz / (rps * seconds)))
+      printf "%-5s %-12s %6s %10s %9s %9s %7s %12s %12s\n" "$round" "$name" "$conns" "$rps" \
+        "$p50_ms" "$p99_ms" "$((errors + non2xx))" "$cpu_us" "$per_request" | tee -a "$work/rows"
+    done
   done
 done
+
+if ((rounds > 1)); then
+  echo "medians of $rounds rounds (vs nginx: the median of each round's req/s ratio to nginx's)"
+  python3 - "$work/rows" <<'PY'
+import collections, statistics, sys
+rows = [line.split() for line in open(sys.argv[1])]
+nginx = {(r[0], r[2]): float(r[3]) for r in rows if r[1] == "nginx"}
+groups = collections.defaultdict(list)
+for r in rows:
+    groups[(r[1], r[2])].append(r)
+print("%-12s %6s %10s %9s %9s %12s %12s %9s" % (
+    "server", "conns", "req/s", "p50_ms", "p99_ms", "cpu_us/req", "syscalls/req", "vs_nginx"))
+for (name, conns), rs in groups.items():
+    med = lambda i: statistics.median(float(r[i]) for r in rs) if rs[0][i] != "-" else float("nan")
+    ratio = statistics.median(float(r[3]) / nginx[(r[0], r[2])] for r in rs)
+    print("%-12s %6s %10.0f %9.3f %9.3f %12.0f %12.2f %8.0f%%" % (
+        name, conns, med(3), med(4), med(5), med(7), med(8), 100 * ratio))
+PY
+fi

@@ -583,6 +583,7 @@ TEST_F(WebhookE2E, EveryKindOfAnswerLeavesBeforeTheNextRequestOnAKeepAliveConnec
     ASSERT_TRUE(connection.send(request)) << request;
     const std::string answer = connection.answer();
     EXPECT_EQ(answer.rfind(status, 0), 0u) << request << "\n" << answer << process->log();
+    EXPECT_EQ(count(answer, "Content-Length: "), 1u) << answer;
   }
   // A HEAD answer has headers only.
   ASSERT_TRUE(connection.send("HEAD /healthz HTTP/1.1\r\nHost: webhook\r\n\r\n"));
