@@ -6,6 +6,10 @@ tests=$1
 src=$2
 fail() { echo "softroce-guest: $*"; echo "softroce-guest: exit 1"; exit 1; }
 
+# The root filesystem is read-only; temporary directories go to the guest's tmpfs.
+export TMPDIR=/run/softroce-tmp
+mkdir -p "$TMPDIR" || fail "cannot create $TMPDIR"
+
 ip link set lo up
 # mgmt0 carries the default route (the management NIC the plugin leaves out); data0 is the
 # RDMA netdev. Dummy netdevs: rxe binds to any Ethernet netdev and follows its up/down.

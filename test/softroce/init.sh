@@ -11,7 +11,8 @@ done
 args=$(sed -n 's/.* softroce=\([^ ]*\).*/\1/p' /proc/cmdline | tr ',' ' ')
 mount -t 9p -o trans=virtio,version=9p2000.L,ro,msize=262144 root /root || echo "softroce-init: no 9p root"
 for d in proc sys dev; do mount --move /$d /root/$d; done
-mount -t tmpfs tmp /root/tmp
+# /tmp stays the machine's (a checkout or build directory may live there); the guest's scratch
+# space is a tmpfs on /run, which guest.sh hands out as TMPDIR.
 mount -t tmpfs run /root/run
 # shellcheck disable=SC2086 # args is the guest's word list
 chroot /root /bin/sh $args
