@@ -5,7 +5,9 @@
 #                runs in it, then a short libFuzzer run of every fuzz target (FUZZ_SECONDS each,
 #                default 5; 0 skips it).
 #   build-tsan/  ThreadSanitizer build of the programs and the tests that exercise threads
-#                (scripts/tsan.sh; TSAN=0 skips it).
+#                (scripts/tsan.sh), then the plugin's gRPC tests in it against TSan builds of
+#                Debian's Abseil and gRPC (scripts/tsan-grpc.sh, ~4 minutes on 2 cores when its
+#                cache is empty). TSAN=0 skips both, TSAN_GRPC=0 the second.
 # Benchmarks are not run here: they use optimised builds (BENCHMARKS.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,4 +26,7 @@ if [[ "$fuzz_seconds" != 0 ]]; then
 fi
 if [[ "${TSAN:-1}" != 0 ]]; then
   scripts/tsan.sh
+  if [[ "${TSAN_GRPC:-1}" != 0 ]]; then
+    scripts/tsan-grpc.sh
+  fi
 fi

@@ -58,8 +58,11 @@ EOF
 
 # Debian's rules: Abseil in C++17, shared; gRPC against the packaged Abseil, c-ares, protobuf,
 # re2, OpenSSL and zlib. Only the libraries the plugin loads are built.
-tsan_flags=(-DCMAKE_BUILD_TYPE=None "-DCMAKE_C_FLAGS=-fsanitize=thread -O1 -g"
-  "-DCMAKE_CXX_FLAGS=-fsanitize=thread -O1 -g" -DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=thread
+# Unoptimised, with line tables for the reports, like the repo's own TSan build: it compiles in
+# less time and the tests are no slower for it.
+tsan_flags=(-DCMAKE_BUILD_TYPE=None "-DCMAKE_C_FLAGS=-fsanitize=thread -O0 -gline-tables-only"
+  "-DCMAKE_CXX_FLAGS=-fsanitize=thread -O0 -gline-tables-only"
+  -DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=thread
   -DBUILD_SHARED_LIBS=ON "-DCMAKE_INSTALL_PREFIX=$deps/prefix" -DCMAKE_INSTALL_LIBDIR=lib)
 
 build_abseil() {
@@ -85,7 +88,8 @@ build_grpc() {
     -DgRPC_ABSL_PROVIDER=package -DgRPC_CARES_PROVIDER=package -DgRPC_PROTOBUF_PROVIDER=package \
     -DgRPC_RE2_PROVIDER=package -DgRPC_SSL_PROVIDER=package -DgRPC_ZLIB_PROVIDER=package \
     -DgRPC_BACKWARDS_COMPATIBILITY_MODE=OFF -DgRPC_BUILD_TESTS=OFF -DgRPC_BUILD_CODEGEN=OFF \
-    -DgRPC_BUILD_CSHARP_EXT=OFF \
+    -DgRPC_BUILD_CSHARP_EXT=OFF -DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=16 \
+    "-DCMAKE_PROJECT_INCLUDE=$PWD/scripts/tsan-grpc-unity.cmake" \
     "-DProtobuf_PROTOC_LIBRARY=${protoc_libs[0]}" >/dev/null
   cmake --build "$deps/build/grpc" -j "$jobs" --target gpr upb address_sorting grpc_unsecure \
     grpc++_unsecure >/dev/null

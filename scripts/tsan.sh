@@ -10,8 +10,8 @@
 # The plugin's gRPC tests are not run here (plugin_tests is built for its HTTP server tests):
 # against Debian's Abseil and gRPC, which are not built with TSan, every gRPC test reports races
 # inside their frames (16 of 16 tests, ~1,400 reports). scripts/tsan-grpc.sh runs them against
-# TSan builds of those libraries from Debian's sources (0 reports); building gRPC takes ~16 CPU
-# minutes, too long for CI without a cache, so that stage is run by hand (docs/testing.md).
+# TSan builds of those libraries from Debian's sources (0 reports); scripts/test.sh runs it
+# after this (docs/testing.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/sanitizer-env.sh
