@@ -70,7 +70,8 @@ build_abseil() {
   [[ -f "$stamp" ]] && return
   local started=$SECONDS
   CC=clang CXX=clang++ cmake -S "$deps"/src/abseil-*/ -B "$deps/build/abseil" -G Ninja \
-    "${tsan_flags[@]}" -DCMAKE_CXX_STANDARD=17 -DBUILD_TESTING=OFF >/dev/null
+    "${tsan_flags[@]}" -DCMAKE_CXX_STANDARD=17 -DABSL_PROPAGATE_CXX_STD=ON -DBUILD_TESTING=OFF \
+    --no-warn-unused-cli >/dev/null
   cmake --build "$deps/build/abseil" -j "$jobs" >/dev/null
   cmake --install "$deps/build/abseil" >/dev/null
   touch "$stamp"
@@ -89,7 +90,7 @@ build_grpc() {
     -DgRPC_RE2_PROVIDER=package -DgRPC_SSL_PROVIDER=package -DgRPC_ZLIB_PROVIDER=package \
     -DgRPC_BACKWARDS_COMPATIBILITY_MODE=OFF -DgRPC_BUILD_TESTS=OFF -DgRPC_BUILD_CODEGEN=OFF \
     -DgRPC_BUILD_CSHARP_EXT=OFF -DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=16 \
-    "-DCMAKE_PROJECT_INCLUDE=$PWD/scripts/tsan-grpc-unity.cmake" \
+    "-DCMAKE_PROJECT_INCLUDE=$PWD/scripts/tsan-grpc-unity.cmake" --no-warn-unused-cli \
     "-DProtobuf_PROTOC_LIBRARY=${protoc_libs[0]}" >/dev/null
   cmake --build "$deps/build/grpc" -j "$jobs" --target gpr upb address_sorting grpc_unsecure \
     grpc++_unsecure >/dev/null
