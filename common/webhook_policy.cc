@@ -84,6 +84,17 @@ void readResources(ObjectReader& root, WebhookPolicy& policy) {
   if (!contains(policy.resources, map.untyped)) {
     shorthand.fail("untyped", "\"" + map.untyped + "\" is not in $.resources");
   }
+  policy.shorthand_namespaces = shorthand.maybe<std::vector<std::string>>("namespaces");
+  if (policy.shorthand_namespaces) {
+    std::set<std::string> seen;
+    for (const std::string& ns : *policy.shorthand_namespaces) {
+      if (ns.empty()) {
+        shorthand.fail("namespaces", "a namespace name must not be empty");
+      } else if (!seen.insert(ns).second) {
+        shorthand.fail("namespaces", "\"" + ns + "\" is listed twice");
+      }
+    }
+  }
   shorthand.finish();
 }
 

@@ -38,6 +38,9 @@ struct WebhookPolicy {
   std::vector<std::string> resources;
   // Shorthand annotation kube-rdma.io/rdma: link type ("ib", "roce") -> resource.
   ShorthandMap shorthand;
+  // Where the shorthand is honoured; nullopt: every namespace the webhook acts on. Elsewhere a
+  // pod with it is admitted unchanged, with a warning.
+  std::optional<std::vector<std::string>> shorthand_namespaces;
 
   std::vector<std::string> include_namespaces; // empty: every namespace not excluded
   std::vector<std::string> exclude_namespaces;

@@ -117,10 +117,14 @@ struct ShorthandTarget {
 
 // An error means the pod is admitted unchanged.
 Result<ShorthandTarget> resolveShorthandTarget(const json& spec, const json& annotations,
-                                               const WebhookPolicy& policy) {
+                                               const std::string& ns, const WebhookPolicy& policy) {
   const json* value = member(annotations, kRdmaAnnotation);
   if (value == nullptr) {
     return ShorthandTarget{};
+  }
+  if (policy.shorthand_namespaces && !listed(*policy.shorthand_namespaces, ns)) {
+    return makeError(std::string(kRdmaAnnotation) + " is not allowed in namespace " + inQuotes(ns) +
+                     " (policy shorthand.namespaces)");
   }
   if (!value->is_string()) {
     return makeError(std::string(kRdmaAnnotation) + " must be a string");
@@ -518,7 +522,7 @@ MutationResult mutate(const json& pod, const std::string& request_namespace,
   }
 
   const json& spec = *original_spec; // read only: what changes is kept in the slots
-  Result<ShorthandTarget> shorthand = resolveShorthandTarget(spec, annotations_in, policy);
+  Result<ShorthandTarget> shorthand = resolveShorthandTarget(spec, annotations_in, ns, policy);
   if (!shorthand.ok()) {
     result.skipped = "bad shorthand";
     result.warnings.push_back("pod left unchanged: " + shorthand.error().message);

@@ -19,6 +19,7 @@ TEST(WebhookPolicy, EmptyDocumentGivesTheDocumentedDefaults) {
   EXPECT_EQ(policy->env_from, EnvFromMode::kSkip);
   EXPECT_EQ(policy->shorthand.by_type.at("roce"), "rdma/shared");
   EXPECT_EQ(policy->shorthand.untyped, "rdma/hca");
+  EXPECT_FALSE(policy->shorthand_namespaces); // every namespace the webhook acts on
   EXPECT_TRUE(policy->profiles.empty());
   EXPECT_TRUE(policy->annotations.empty());
   EXPECT_TRUE(policy->include_namespaces.empty());
@@ -30,7 +31,7 @@ TEST(WebhookPolicy, ReadsEveryKey) {
   Result<WebhookPolicy> policy = parseWebhookPolicy(R"({
     "resources": ["example.com/ib", "example.com/roce"],
     "shorthand": {"types": {"ib": "example.com/ib", "roce": "example.com/roce"},
-                  "untyped": "example.com/roce"},
+                  "untyped": "example.com/roce", "namespaces": ["training"]},
     "namespaces": {"include": ["training"], "exclude": ["kube-system"]},
     "ipcLock": false,
     "shm": {"enabled": false, "sizeLimit": "64Gi"},
@@ -44,6 +45,7 @@ TEST(WebhookPolicy, ReadsEveryKey) {
   ASSERT_TRUE(policy.ok()) << policy.error().message;
   EXPECT_EQ(policy->resources, (std::vector<std::string>{"example.com/ib", "example.com/roce"}));
   EXPECT_EQ(policy->shorthand.untyped, "example.com/roce");
+  EXPECT_EQ(policy->shorthand_namespaces, std::vector<std::string>{"training"});
   EXPECT_EQ(policy->include_namespaces, std::vector<std::string>{"training"});
   EXPECT_FALSE(policy->ipc_lock);
   EXPECT_FALSE(policy->shm);
@@ -93,6 +95,12 @@ INSTANTIATE_TEST_SUITE_P(
         BadPolicy{"shorthand_upper", R"({"shorthand": {"types": {"IB": "rdma/hca"}}})",
                   "lower-case"},
         BadPolicy{"untyped_unknown", R"({"resources": ["x/y"]})", "$.shorthand.untyped"},
+        BadPolicy{"shorthand_namespaces_not_a_list", R"({"shorthand": {"namespaces": "ml"}})",
+                  "$.shorthand.namespaces"},
+        BadPolicy{"shorthand_namespace_empty", R"({"shorthand": {"namespaces": [""]}})",
+                  "$.shorthand.namespaces: a namespace name must not be empty"},
+        BadPolicy{"shorthand_namespace_twice", R"({"shorthand": {"namespaces": ["a", "a"]}})",
+                  "$.shorthand.namespaces: \"a\" is listed twice"},
         BadPolicy{"include_and_exclude", R"({"namespaces": {"include": ["a"], "exclude": ["a"]}})",
                   "$.namespaces.include: \"a\" is both"},
         BadPolicy{"bad_quantity", R"({"shm": {"sizeLimit": "lots"}})", "$.shm.sizeLimit"},
