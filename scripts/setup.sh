@@ -14,9 +14,10 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev
 )
-# The soft-RoCE VM test (test/softroce/): qemu, depmod for the kernel it downloads, and
-# rdma-core's ibv_devinfo as the reference it compares discovery with.
-vm_packages=(qemu-system-x86 kmod ibverbs-utils)
+# The soft-RoCE VM test (test/softroce/): qemu, depmod for the kernel it downloads, iproute2's
+# ip and rdma for the guest's netdevs and rxe devices, and rdma-core's ibv_devinfo as the
+# reference it compares discovery with.
+vm_packages=(qemu-system-x86 kmod iproute2 ibverbs-utils)
 with_node=
 case "${1:-}" in
   "") ;;

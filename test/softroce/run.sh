@@ -20,6 +20,10 @@ command -v qemu-system-x86_64 >/dev/null || skip "no qemu-system-x86_64 (scripts
 depmod=$(command -v depmod || echo /usr/sbin/depmod)
 [[ -x $depmod ]] || skip "no depmod (scripts/setup.sh --tests installs kmod)"
 command -v ibv_devinfo >/dev/null || skip "no ibv_devinfo (scripts/setup.sh --tests installs ibverbs-utils)"
+# The guest runs this machine's ip and rdma (guest.sh).
+for tool in ip rdma; do
+  command -v "$tool" >/dev/null || skip "no $tool (scripts/setup.sh --tests installs iproute2)"
+done
 
 mkdir -p "$cache"
 cd "$cache"
