@@ -18,11 +18,13 @@ packages=(
 # ip and rdma for the guest's netdevs and rxe devices, and rdma-core's ibv_devinfo as the
 # reference it compares discovery with.
 vm_packages=(qemu-system-x86 kmod iproute2 ibverbs-utils)
+# llvm-symbolizer: sanitizer reports with function names, which the TSan suppressions match on.
+test_packages=(llvm "${vm_packages[@]}")
 with_node=
 case "${1:-}" in
   "") ;;
-  --tests) with_node=1 packages+=("${vm_packages[@]}") ;;
-  --all) with_node=1 packages+=("${vm_packages[@]}" wrk nginx-light curl) ;;
+  --tests) with_node=1 packages+=("${test_packages[@]}") ;;
+  --all) with_node=1 packages+=("${test_packages[@]}" wrk nginx-light curl) ;;
   *) echo "setup: unknown option '$1' (--tests or --all)" >&2; exit 2 ;;
 esac
 

@@ -110,6 +110,12 @@ build_grpc() {
   echo "tsan-grpc: gRPC $grpc_version built in $((SECONDS - started)) s" >&2
 }
 
+# The suppression names a function: without a symbolizer no frame has a name and the known
+# Abseil false positive is reported as a race.
+command -v llvm-symbolizer >/dev/null || {
+  echo "tsan-grpc: no llvm-symbolizer (scripts/setup.sh --tests installs llvm)" >&2
+  exit 1
+}
 fetch_sources
 build_abseil
 build_grpc
