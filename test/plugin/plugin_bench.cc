@@ -27,6 +27,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -62,6 +63,20 @@ Stats stats(std::vector<double> v) {
     return v[std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())))];
   };
   return {at(0.5), at(0.99), v.back()};
+}
+
+// One Allocate call for one container holding device id, as the kubelet makes it (no deadline):
+// its round trip in microseconds, or nothing when the call failed.
+std::optional<double> timedAllocate(v1beta1::DevicePlugin::Stub& stub, const std::string& id) {
+  v1beta1::AllocateRequest request;
+  request.add_container_requests()->add_devices_ids(id);
+  v1beta1::AllocateResponse response;
+  grpc::ClientContext context;
+  const auto t0 = Clock::now();
+  if (!stub.Allocate(&context, request, &response).ok()) {
+    return std::nullopt;
+  }
+  return micros(Clock::now() - t0);
 }
 
 // The trivial service of the reference: every call answers at once.
@@ -337,18 +352,6 @@ int run(int idle_seconds, int rounds, int calls, const std::string& plugin_binar
     return 1;
   }
   auto direct_stub = v1beta1::DevicePlugin::NewStub(direct_channel);
-  auto call = [](v1beta1::DevicePlugin::Stub& stub, const std::string& id,
-                 std::vector<double>& us) {
-    v1beta1::AllocateRequest request;
-    request.add_container_requests()->add_devices_ids(id);
-    v1beta1::AllocateResponse response;
-    grpc::ClientContext context;
-    const auto t0 = Clock::now();
-    const bool ok = stub.Allocate(&context, request, &response).ok();
-    us.push_back(micros(Clock::now() - t0));
-    return ok;
-  };
-
   // 2. Allocate round trips (one container per call, as the kubelet), interleaved with the echo.
   std::vector<double> alloc_us, direct_us, echo_us;
   for (int i = 0; i < calls; ++i) {
@@ -358,9 +361,13 @@ int run(int idle_seconds, int rounds, int calls, const std::string& plugin_binar
       return 1;
     }
     alloc_us.push_back(micros(Clock::now() - t0));
-    if (!call(*direct_stub, id, direct_us) || !call(*echo_stub, "0", echo_us)) {
+    const auto direct = timedAllocate(*direct_stub, id);
+    const auto echoed = timedAllocate(*echo_stub, "0");
+    if (!direct || !echoed) {
       return 1;
     }
+    direct_us.push_back(*direct);
+    echo_us.push_back(*echoed);
   }
 
   // 3. Port DOWN -> Unhealthy in ListAndWatch, and back; kubelet restart -> registered again.
@@ -459,17 +466,13 @@ int runEchoLab(int rounds, int calls, const std::string& self) {
     for (int i = 0; i < calls + 100; ++i) { // the first 100 warm up
       for (size_t j = 0; j < n; ++j) {
         const size_t k = (j + static_cast<size_t>(i)) % n; // no server always called first
-        v1beta1::AllocateRequest request;
-        request.add_container_requests()->add_devices_ids("0");
-        v1beta1::AllocateResponse response;
-        grpc::ClientContext context;
-        const auto t0 = Clock::now();
-        if (!stubs[k]->Allocate(&context, request, &response).ok()) {
+        const auto round_trip = timedAllocate(*stubs[k], "0");
+        if (!round_trip) {
           std::cerr << "echo server " << kEchoConfigs[k] << " failed\n";
           return 1;
         }
         if (i >= 100) {
-          us[k].push_back(micros(Clock::now() - t0));
+          us[k].push_back(*round_trip);
         }
       }
     }
