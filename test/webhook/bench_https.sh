@@ -8,6 +8,9 @@
 #     CONNS=32 [COUNT_SYSCALLS=1] test/webhook/bench_https.sh build-webhook 8
 # With BINARIES, every binary and nginx run side by side, all started once and loaded in turn in
 # each of ROUNDS rounds (before/after comparisons in the same minutes); medians at the end.
+# With FLOOR=1, a row "floor" posts the same review to the first binary's /floor, a path it does
+# not serve: cpp-httplib reads the body and answers 404, so the row is what the server and TLS
+# cost without a review (404s are not counted as errors there).
 # Figures go in BENCHMARKS.md "## Webhook".
 set -euo pipefail
 
@@ -59,7 +62,10 @@ for entry in $binaries; do
     --listen-address "127.0.0.1:$port" --threads "$threads" --log-format json \
     2>"$work/$name.log" &
   pids+=($!)
-  targets+=("$name:$port:$!")
+  targets+=("$name:$port:$!:mutate")
+  if [[ ${FLOOR:-0} == 1 && $port == 18643 ]]; then
+    targets+=("floor:$port:$!:floor")
+  fi
   for _ in $(seq 50); do
     curl -sf --cacert "$work/ca.crt" "https://127.0.0.1:$port/readyz" >/dev/null && break
     sleep 0.1
@@ -130,7 +136,7 @@ cpu_ticks() {
   echo "$total"
 }
 nginx_pid=$(cat "$work/nginx/nginx.pid")
-targets+=("nginx:$nginx_port:$nginx_pid")
+targets+=("nginx:$nginx_port:$nginx_pid:mutate")
 hz=$(getconf CLK_TCK)
 
 # With COUNT_SYSCALLS=1, the system calls a server makes during a run (all its threads), counted
@@ -148,7 +154,7 @@ printf "%-5s %-12s %6s %10s %9s %9s %7s %12s %12s\n" round server conns req/s p5
 for round in $(seq "$rounds"); do
   for conns in $conns_list; do
     for target in "${targets[@]}"; do
-      IFS=: read -r name port pid <<<"$target"
+      IFS=: read -r name port pid path <<<"$target"
       tracer=
       if $count_syscalls; then
         perf stat -x, -e raw_syscalls:sys_enter -o "$work/syscalls" \
@@ -158,9 +164,12 @@ for round in $(seq "$rounds"); do
       fi
       before=$(cpu_ticks "$pid")
       line=$(wrk -t"$((conns < 2 ? 1 : 2))" -c"$conns" -d"${seconds}s" --timeout 10s -s "$work/post.lua" \
-        "https://127.0.0.1:$port/mutate" | grep '^RESULT')
+        "https://127.0.0.1:$port/$path" | grep '^RESULT')
       after=$(cpu_ticks "$pid")
       eval "${line#RESULT }"
+      if [[ $path == floor ]]; then
+        non2xx=0
+      fi
       per_request=-
       if [[ -n $tracer ]]; then
         kill -INT "$tracer"
