@@ -17,6 +17,7 @@ struct GidEntry {
   GidType type = GidType::kUnknown; // unknown when gid_attrs/types reads EINVAL or is absent
   std::string netdev;               // empty when gid_attrs/ndevs reads EINVAL (all IB GIDs)
   std::string ipv4;                 // dotted quad when the GID is IPv4-mapped, else empty
+  bool operator==(const GidEntry&) const = default;
 };
 
 enum class LinkLayer { kUnknown, kInfiniBand, kEthernet };
@@ -45,6 +46,7 @@ struct Port {
   std::string netdev;         // the port's netdev (RoCE: ndevs of GID 0; IB: IPoIB match)
 
   bool active() const { return state == PortState::kActive; }
+  bool operator==(const Port&) const = default;
 };
 
 struct RdmaDevice {
@@ -70,6 +72,7 @@ struct RdmaDevice {
   std::vector<Port> ports;
 
   std::string uverbsDevicePath() const { return uverbs.empty() ? "" : "/dev/infiniband/" + uverbs; }
+  bool operator==(const RdmaDevice&) const = default;
 };
 
 struct GpuDevice {
@@ -77,12 +80,16 @@ struct GpuDevice {
   std::string device_id;
   std::optional<int> numa_node;
   std::vector<std::string> pcie_path;
+
+  bool operator==(const GpuDevice&) const = default;
 };
 
 // One problem found while discovering; the entry named is skipped, never the scan.
 struct DiscoveryWarning {
   std::string path; // what could not be read, relative to the sysfs root where possible
   std::string message;
+
+  bool operator==(const DiscoveryWarning&) const = default;
 };
 
 struct NodeTopology {
@@ -92,6 +99,7 @@ struct NodeTopology {
   std::string source;              // "sysfs" or "libibverbs"
   std::vector<DiscoveryWarning> warnings;
 
+  bool operator==(const NodeTopology&) const = default;
   const RdmaDevice* findDevice(const std::string& name) const {
     for (const auto& d : devices) {
       if (d.name == name) {

@@ -1,6 +1,7 @@
 #include "common/sysfs_discovery.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <charconv>
 #include <cstdlib>
@@ -11,6 +12,7 @@
 #include <map>
 #include <optional>
 #include <sys/stat.h>
+#include <thread>
 #include <unistd.h>
 
 #include "common/default_route.h"
@@ -477,6 +479,63 @@ std::vector<GpuDevice> discoverGpus(const std::string& resolved_root, Warnings& 
   return gpus;
 }
 
+// What one device's read gives, kept apart so that devices read by several threads end up, with
+// their warnings, in the order of `names`.
+struct DeviceRead {
+  std::optional<RdmaDevice> device;
+  std::vector<DiscoveryWarning> warnings;
+};
+
+unsigned readerThreads(unsigned asked, size_t devices) {
+  constexpr unsigned kMaxThreads = 8;
+  const unsigned wanted = asked != 0 ? asked : std::max(1U, std::thread::hardware_concurrency());
+  return static_cast<unsigned>(
+      std::min<size_t>({wanted, kMaxThreads, std::max<size_t>(devices, 1)}));
+}
+
+// Devices are independent and their GID tables are most of discovery's files, which the kernel
+// hands out one open() at a time: the devices are shared out over `threads` threads, the helpers
+// starting at once and the caller joining in with finish() when it has read what else it needs.
+class DeviceReaders {
+public:
+  DeviceReaders(int class_fd, const std::string& resolved_root, std::vector<std::string> names,
+                const GidScan& scan, std::map<std::string, std::string> uverbs_by_device,
+                unsigned threads)
+      : class_fd_(class_fd), resolved_root_(resolved_root), names_(std::move(names)), scan_(scan),
+        uverbs_by_device_(std::move(uverbs_by_device)), reads_(names_.size()) {
+    for (unsigned t = 1; t < threads; ++t) {
+      helpers_.emplace_back([this] { work(); });
+    }
+  }
+  DeviceReaders(const DeviceReaders&) = delete;
+  DeviceReaders& operator=(const DeviceReaders&) = delete;
+
+  // The devices in the order of `names`, each with its warnings.
+  std::vector<DeviceRead> finish() {
+    work();
+    helpers_.clear(); // joins them
+    return std::move(reads_);
+  }
+
+private:
+  void work() {
+    for (size_t i = next_++; i < names_.size(); i = next_++) {
+      Warnings warnings(reads_[i].warnings);
+      reads_[i].device =
+          readDevice(class_fd_, resolved_root_, names_[i], scan_, uverbs_by_device_, warnings);
+    }
+  }
+
+  const int class_fd_;
+  const std::string& resolved_root_;
+  const std::vector<std::string> names_;
+  const GidScan& scan_;
+  const std::map<std::string, std::string> uverbs_by_device_;
+  std::vector<DeviceRead> reads_;
+  std::atomic<size_t> next_{0};
+  std::vector<std::jthread> helpers_; // last: joined first, before the members they use go
+};
+
 } // namespace
 
 bool naturalLess(const std::string& a, const std::string& b) {
@@ -517,7 +576,7 @@ bool naturalLess(const std::string& a, const std::string& b) {
   return a < b;
 }
 
-NodeTopology discoverFromSysfs(const DiscoveryRoots& roots, const GidScan& scan) {
+NodeTopology discoverFromSysfs(const DiscoveryRoots& roots, const GidScan& scan, unsigned threads) {
   NodeTopology topo;
   topo.source = "sysfs";
   Warnings warnings(topo.warnings);
@@ -527,6 +586,8 @@ NodeTopology discoverFromSysfs(const DiscoveryRoots& roots, const GidScan& scan)
 
   DirFd root(resolved_root);
   DirFd klass = root.ok() ? DirFd(root.get(), "class/infiniband") : DirFd();
+  std::vector<std::string> names;
+  std::map<std::string, std::string> uverbs_by_device;
   if (!root.ok()) {
     warnings.add(roots.sysfs_root,
                  "cannot open the sysfs root: " + std::string(std::strerror(errno)));
@@ -534,22 +595,33 @@ NodeTopology discoverFromSysfs(const DiscoveryRoots& roots, const GidScan& scan)
     warnings.add("class/infiniband", "no RDMA devices: " + std::string(std::strerror(errno)) +
                                          " under " + roots.sysfs_root);
   } else {
-    const auto uverbs_by_device = readUverbsDevices(root.get(), warnings);
-    auto names = listOpenDir(klass.get()).value_or(std::vector<std::string>{});
+    uverbs_by_device = readUverbsDevices(root.get(), warnings);
+    names = listOpenDir(klass.get()).value_or(std::vector<std::string>{});
     std::sort(names.begin(), names.end(), naturalLess);
-    for (const auto& name : names) {
-      if (auto device =
-              readDevice(klass.get(), resolved_root, name, scan, uverbs_by_device, warnings)) {
-        topo.devices.push_back(std::move(*device));
-      }
-    }
   }
-  topo.gpus = discoverGpus(resolved_root, warnings);
+  const unsigned reader_threads = readerThreads(threads, names.size());
+  DeviceReaders devices(klass.get(), resolved_root, std::move(names), scan,
+                        std::move(uverbs_by_device), reader_threads);
+
+  // Meanwhile the GPUs and the default route; their warnings follow the devices'.
+  std::vector<DiscoveryWarning> node_warnings;
+  Warnings node(node_warnings);
+  topo.gpus = discoverGpus(resolved_root, node);
   if (auto netdev = findDefaultRouteNetdev(roots.proc_root)) {
     topo.management_netdev = std::move(*netdev);
   } else {
-    warnings.add(roots.proc_root + "/net/route", netdev.error().message);
+    node.add(roots.proc_root + "/net/route", netdev.error().message);
   }
+
+  for (auto& read : devices.finish()) {
+    topo.warnings.insert(topo.warnings.end(), std::make_move_iterator(read.warnings.begin()),
+                         std::make_move_iterator(read.warnings.end()));
+    if (read.device) {
+      topo.devices.push_back(std::move(*read.device));
+    }
+  }
+  topo.warnings.insert(topo.warnings.end(), std::make_move_iterator(node_warnings.begin()),
+                       std::make_move_iterator(node_warnings.end()));
   return topo;
 }
 

@@ -39,7 +39,10 @@ struct GidScan {
   std::vector<GidSelectionPolicy> selecting; // kUntilSelected only
   bool operator==(const GidScan&) const = default;
 };
-NodeTopology discoverFromSysfs(const DiscoveryRoots& roots, const GidScan& scan = {});
+// Devices are read by up to `threads` threads (0: one per core), at most 8 and one per device;
+// the result does not depend on how many.
+NodeTopology discoverFromSysfs(const DiscoveryRoots& roots, const GidScan& scan = {},
+                               unsigned threads = 0);
 
 // The fast health path: one port's state as it is now.
 struct PortStateSample {

@@ -88,40 +88,64 @@ void readAll(benchmark::State& state, const std::vector<std::string>& files) {
   state.counters["files"] = static_cast<double>(files.size());
 }
 
-// Discovery of one fixture, reading as much of the GID tables as `scan` says.
+// Discovery of one fixture, reading as much of the GID tables as `scan` says, with the devices
+// read by state.range(0) threads (0: discovery's default, one per core). Time is wall time and
+// CPU is the whole process's (all threads), here and in the references.
 void BM_Discover(benchmark::State& state, const char* fixture, const GidScan& scan) {
   const auto r = roots(fixture);
+  const auto threads = static_cast<unsigned>(state.range(0));
   for (auto _ : state) {
-    auto topo = discoverFromSysfs(r, scan);
+    auto topo = discoverFromSysfs(r, scan, threads);
     benchmark::DoNotOptimize(topo.devices.data());
   }
 }
+
+void wallAndProcessTime(benchmark::internal::Benchmark* b) {
+  b->Unit(benchmark::kMicrosecond)->UseRealTime()->MeasureProcessCPUTime();
+}
+
 const GidScan kWholeTables{GidTables::kRead, {}};
 // What the plugin reads in the "agreed" gidIndex mode with NCCL's default rule (RoCE v2, IPv4).
 const GidScan kUntilSelected{GidTables::kUntilSelected, {GidSelectionPolicy{}}};
 // What discoverNode reads from sysfs when libibverbs supplies the GID tables.
 const GidScan kFirstGidOnly{GidTables::kFirstOnly, {}};
 
-BENCHMARK_CAPTURE(BM_Discover, A100, "a100-roce", kWholeTables)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_Discover, A100, "a100-roce", kWholeTables)
+    ->ArgName("threads")
+    ->Arg(1)
+    ->Arg(0)
+    ->Apply(wallAndProcessTime);
 BENCHMARK_CAPTURE(BM_Discover, A100UntilSelected, "a100-roce", kUntilSelected)
-    ->Unit(benchmark::kMicrosecond);
+    ->ArgName("threads")
+    ->Arg(1)
+    ->Arg(0)
+    ->Apply(wallAndProcessTime);
 BENCHMARK_CAPTURE(BM_Discover, A100FirstGidOnly, "a100-roce", kFirstGidOnly)
-    ->Unit(benchmark::kMicrosecond);
+    ->ArgName("threads")
+    ->Arg(1)
+    ->Arg(0)
+    ->Apply(wallAndProcessTime);
 
 void BM_ReferenceReadA100Files(benchmark::State& state) {
   readAll(state, filesDiscoveryReads("a100-roce"));
 }
-BENCHMARK(BM_ReferenceReadA100Files)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_ReferenceReadA100Files)->Apply(wallAndProcessTime);
 
 BENCHMARK_CAPTURE(BM_Discover, Large16x2, "large-16x2", kWholeTables)
-    ->Unit(benchmark::kMicrosecond);
+    ->ArgName("threads")
+    ->Arg(1)
+    ->Arg(0)
+    ->Apply(wallAndProcessTime);
 BENCHMARK_CAPTURE(BM_Discover, Large16x2UntilSelected, "large-16x2", kUntilSelected)
-    ->Unit(benchmark::kMicrosecond);
+    ->ArgName("threads")
+    ->Arg(1)
+    ->Arg(0)
+    ->Apply(wallAndProcessTime);
 
 void BM_ReferenceReadLarge16x2Files(benchmark::State& state) {
   readAll(state, filesDiscoveryReads("large-16x2"));
 }
-BENCHMARK(BM_ReferenceReadLarge16x2Files)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_ReferenceReadLarge16x2Files)->Apply(wallAndProcessTime);
 
 void BM_ReadPortStatesA100(benchmark::State& state) {
   const auto r = roots("a100-roce");
@@ -148,7 +172,7 @@ BENCHMARK(BM_PortStateReaderA100)->Unit(benchmark::kMicrosecond);
 void BM_ReferenceReadA100StateFiles(benchmark::State& state) {
   readAll(state, stateFiles("a100-roce"));
 }
-BENCHMARK(BM_ReferenceReadA100StateFiles)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_ReferenceReadA100StateFiles)->Apply(wallAndProcessTime);
 
 } // namespace
 } // namespace kube_rdma

@@ -376,6 +376,30 @@ TEST(SysfsDiscovery, AGarbageOrMissingAttributeSkipsOnlyThatEntry) {
       << warningsText(topo);
 }
 
+TEST(SysfsDiscovery, TheResultDoesNotDependOnHowManyThreadsReadTheDevices) {
+  for (const char* name : {"a100-roce", "large-16x2", "ib-hdr8", "soft-roce", "mlx5-1-10"}) {
+    for (const GidScan& scan : {GidScan{}, GidScan{GidTables::kFirstOnly, {}}}) {
+      const auto one = discoverFromSysfs(fixtureRoots(name), scan, 1);
+      ASSERT_GT(one.devices.size(), 1u) << name;
+      EXPECT_TRUE(discoverFromSysfs(fixtureRoots(name), scan, 2) == one) << name;
+      EXPECT_TRUE(discoverFromSysfs(fixtureRoots(name), scan, 8) == one) << name;
+    }
+  }
+  // Warnings of several devices keep the device order, whichever thread read them.
+  FixtureCopy copy("a100-roce");
+  for (const char* device : {"mlx5_2", "mlx5_5", "mlx5_8"}) {
+    fs::remove(copy.sys(std::string("class/infiniband/") + device + "/ports/1/rate"));
+    fs::remove(copy.sys(std::string("class/infiniband/") + device + "/fw_ver"));
+  }
+  const auto one = discoverFromSysfs(copy.roots(), {}, 1);
+  ASSERT_EQ(one.warnings.size(), 6u) << warningsText(one);
+  EXPECT_EQ(one.warnings[0].path, "class/infiniband/mlx5_2/fw_ver");
+  EXPECT_EQ(one.warnings[5].path, "class/infiniband/mlx5_8/ports/1/rate");
+  for (unsigned threads : {2U, 3U, 8U}) {
+    EXPECT_TRUE(discoverFromSysfs(copy.roots(), {}, threads) == one) << threads;
+  }
+}
+
 TEST(SysfsDiscovery, MissingRootIsAWarningNotACrash) {
   const auto topo = discoverFromSysfs({"/nonexistent-kube-rdma-root", "/nonexistent-proc"});
   EXPECT_TRUE(topo.devices.empty());
