@@ -2,6 +2,8 @@
 
 #include <openssl/evp.h>
 
+#include "webhook/json_text.h"
+
 namespace kube_rdma {
 namespace {
 
@@ -35,9 +37,7 @@ std::string_view patchText(const json& patch) {
     std::string().swap(text);
   }
   text.clear();
-  nlohmann::detail::serializer<json> serializer(
-      nlohmann::detail::output_adapter<char, std::string>(text), ' ');
-  serializer.dump(patch, false, false, 0);
+  appendJsonText(patch, text);
   return text;
 }
 

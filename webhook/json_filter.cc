@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "webhook/json_text.h"
+
 namespace kube_rdma {
 namespace {
 
@@ -302,7 +304,7 @@ private:
     bool escaped = false;
     while (true) {
       const char* run = p_;
-      skipPlain();
+      p_ = skipPlainJsonBytes(p_, end_);
       if (escaped && decode) {
         scratch_.append(run, p_);
       }
@@ -339,33 +341,6 @@ private:
     }
     ++p_;
     return true;
-  }
-
-  // Moves past the bytes a string takes as they are (printable ASCII but '"' and '\\': most of
-  // a pod's text), eight at a time while none of eight needs a look.
-  void skipPlain() {
-    while (end_ - p_ >= 8 && !needsLook(p_)) {
-      p_ += 8;
-    }
-    while (p_ != end_ && isPlain(static_cast<unsigned char>(*p_))) {
-      ++p_;
-    }
-  }
-
-  static bool isPlain(unsigned char c) { return c >= 0x20 && c < 0x80 && c != '"' && c != '\\'; }
-
-  // Whether one of the 8 bytes at `at` is not plain (the bit tricks of "Determine if a word has
-  // a byte less than n": exact for whether any byte matches).
-  static bool needsLook(const char* at) {
-    constexpr uint64_t kOnes = 0x0101010101010101;
-    constexpr uint64_t kHigh = 0x8080808080808080;
-    uint64_t word = 0;
-    std::memcpy(&word, at, sizeof(word));
-    const uint64_t quote = word ^ (kOnes * '"');
-    const uint64_t backslash = word ^ (kOnes * '\\');
-    const uint64_t control = (word - kOnes * 0x20) & ~word;
-    return ((control | ((quote - kOnes) & ~quote) | ((backslash - kOnes) & ~backslash) | word) &
-            kHigh) != 0;
   }
 
   // At a backslash inside a string.

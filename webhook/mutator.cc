@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "common/shorthand.h"
+#include "webhook/json_text.h"
 
 namespace kube_rdma {
 namespace {
@@ -613,7 +614,9 @@ MutationResult mutate(const json& pod, const std::string& request_namespace,
     record["profile"] = profile->name;
   }
   const json* previous_record = member(annotations_in, kInjectedAnnotation);
-  annotations[kInjectedAnnotation] = mergeRecord(previous_record, std::move(record)).dump();
+  std::string record_text;
+  appendJsonText(mergeRecord(previous_record, std::move(record)), record_text);
+  annotations[kInjectedAnnotation] = std::move(record_text);
 
   if (original_annotations == nullptr) {
     result.patch.push_back(

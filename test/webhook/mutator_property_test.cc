@@ -6,6 +6,7 @@
 #include <random>
 
 #include "test/webhook/mutator_test_support.h"
+#include "webhook/json_text.h"
 #include "webhook/mutator.h"
 
 namespace kube_rdma {
@@ -290,6 +291,11 @@ TEST(MutatorProperty, HoldsForThousandsOfGeneratedPods) {
                                                      mutatePod(bulky, "training", policy)),
                 "");
     }
+
+    // The reply's patch text is appendJsonText's, which must be dump()'s.
+    std::string text;
+    appendJsonText(result.patch, text);
+    ASSERT_EQ(text, result.patch.dump());
 
     for (const json& op : result.patch) {
       ASSERT_TRUE(op["op"] == "add" || op["op"] == "replace") << op.dump();
