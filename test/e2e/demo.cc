@@ -636,6 +636,7 @@ private:
       const auto rows =
           finalEnvironment(podEnv(before), podEnv(*patched), p.node_env, p.nccl_conf, "NCCL_");
       std::vector<std::vector<std::string>> table;
+      table.reserve(rows.size());
       for (const EnvOrigin& e : rows) {
         table.push_back({e.name, e.value, e.source, shadowedNote(e)});
       }
@@ -697,7 +698,7 @@ private:
   std::unique_ptr<httplib::SSLClient> client() const {
     auto c = std::make_unique<httplib::SSLClient>(kServiceName, port_);
     c->set_hostname_addr_map({{kServiceName, "127.0.0.1"}});
-    c->set_ca_cert_path((certs_ + "/ca.crt").c_str());
+    c->set_ca_cert_path(certs_ + "/ca.crt");
     c->enable_server_certificate_verification(true);
     c->set_connection_timeout(5, 0);
     c->set_read_timeout(5, 0);

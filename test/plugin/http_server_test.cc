@@ -153,7 +153,7 @@ TEST_F(HttpServerTest, OversizedHeadIs431WithoutReadingItAll) {
   limits.max_head_bytes = 1024;
   startServer(limits);
   // No blank line at all: the limit, not the end of the head, decides.
-  const auto endless = exchange("GET / HTTP/1.1\r\nX-Fill: " + std::string(64 * 1024, 'a'));
+  const auto endless = exchange("GET / HTTP/1.1\r\nX-Fill: " + std::string(size_t{64} * 1024, 'a'));
   EXPECT_EQ(statusOf(endless), 431) << endless.substr(0, 200);
   // A complete head that is too long.
   const auto complete =
