@@ -16,10 +16,6 @@ bool anyGlob(const std::vector<std::string>& globs, const std::string& name) {
   });
 }
 
-bool contains(const std::vector<std::string>& list, const std::string& value) {
-  return std::find(list.begin(), list.end(), value) != list.end();
-}
-
 // The port's own netdev when known (RoCE: ndevs of GID 0), else the PCI function's netdevs.
 std::vector<std::string> portNetdevs(const RdmaDevice& device, const Port& port) {
   return port.netdev.empty() ? device.netdevs : std::vector<std::string>{port.netdev};
@@ -50,7 +46,7 @@ std::string managementDevice(const NodeTopology& topology) {
     return "";
   }
   for (const auto& device : topology.devices) {
-    if (contains(device.netdevs, topology.management_netdev)) {
+    if (listContains(device.netdevs, topology.management_netdev)) {
       return device.name;
     }
     for (const auto& port : device.ports) {
@@ -82,10 +78,10 @@ bool selectorMatches(const PoolSelector& s, const RdmaDevice& device, const Port
       return false;
     }
   }
-  if ((!s.vendors.empty() && !contains(s.vendors, device.vendor_id)) ||
-      (!s.device_ids.empty() && !contains(s.device_ids, device.device_id)) ||
-      (!s.drivers.empty() && !contains(s.drivers, device.driver)) ||
-      (!s.pci_addresses.empty() && !contains(s.pci_addresses, device.pci_address))) {
+  if ((!s.vendors.empty() && !listContains(s.vendors, device.vendor_id)) ||
+      (!s.device_ids.empty() && !listContains(s.device_ids, device.device_id)) ||
+      (!s.drivers.empty() && !listContains(s.drivers, device.driver)) ||
+      (!s.pci_addresses.empty() && !listContains(s.pci_addresses, device.pci_address))) {
     return false;
   }
   return !anyGlob(s.exclude, device.name);
@@ -128,7 +124,7 @@ Result<NcclEnv> computeNcclSettings(const NodeTopology& topology, const NodePool
   std::vector<std::string> devices;
   std::vector<std::string> netdevs;
   for (const auto& hca : pool.hcas) { // pool order, whatever order the IDs came in
-    if (!contains(granted_devices, hca.device)) {
+    if (!listContains(granted_devices, hca.device)) {
       continue;
     }
     devices.push_back(hca.device);
@@ -141,7 +137,7 @@ Result<NcclEnv> computeNcclSettings(const NodeTopology& topology, const NodePool
         continue;
       }
       for (const auto& netdev : portNetdevs(*device, port)) {
-        if (!contains(netdevs, netdev)) {
+        if (!listContains(netdevs, netdev)) {
           netdevs.push_back(netdev);
         }
       }

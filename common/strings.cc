@@ -1,5 +1,7 @@
 #include "common/strings.h"
 
+#include <algorithm>
+
 namespace kube_rdma {
 
 std::string joinStrings(const std::vector<std::string>& items, std::string_view separator) {
@@ -11,6 +13,10 @@ std::string joinStrings(const std::vector<std::string>& items, std::string_view 
     out += items[i];
   }
   return out;
+}
+
+bool listContains(const std::vector<std::string>& list, std::string_view value) {
+  return std::find(list.begin(), list.end(), value) != list.end();
 }
 
 } // namespace kube_rdma

@@ -10,4 +10,7 @@ namespace kube_rdma {
 // logs and environment values.
 std::string joinStrings(const std::vector<std::string>& items, std::string_view separator);
 
+// Whether `value` is one of `list`: the short lists of config keys, policy keys and netdevs.
+bool listContains(const std::vector<std::string>& list, std::string_view value);
+
 } // namespace kube_rdma

@@ -10,6 +10,7 @@
 
 #include "common/json_reader.h"
 #include "common/plugin_config.h"
+#include "common/strings.h"
 
 namespace kube_rdma {
 namespace {
@@ -45,10 +46,6 @@ void checkQuantity(ObjectReader& reader, const std::string& key, const std::stri
   }
 }
 
-bool contains(const std::vector<std::string>& list, const std::string& value) {
-  return std::find(list.begin(), list.end(), value) != list.end();
-}
-
 void readResources(ObjectReader& root, WebhookPolicy& policy) {
   policy.resources = root.optional("resources", policy.resources);
   std::set<std::string> seen;
@@ -76,12 +73,12 @@ void readResources(ObjectReader& root, WebhookPolicy& policy) {
     if (type.empty() || !lower) {
       shorthand.fail("types", "type \"" + type + "\" must be lower-case letters and digits");
     }
-    if (!contains(policy.resources, resource)) {
+    if (!listContains(policy.resources, resource)) {
       shorthand.fail("types", "type \"" + type + "\" maps to \"" + resource +
                                   "\", which is not in $.resources");
     }
   }
-  if (!contains(policy.resources, map.untyped)) {
+  if (!listContains(policy.resources, map.untyped)) {
     shorthand.fail("untyped", "\"" + map.untyped + "\" is not in $.resources");
   }
   policy.shorthand_namespaces = shorthand.maybe<std::vector<std::string>>("namespaces");
@@ -103,7 +100,7 @@ void readNamespaces(ObjectReader& root, WebhookPolicy& policy) {
   policy.include_namespaces = namespaces.optional("include", policy.include_namespaces);
   policy.exclude_namespaces = namespaces.optional("exclude", policy.exclude_namespaces);
   for (const std::string& ns : policy.include_namespaces) {
-    if (contains(policy.exclude_namespaces, ns)) {
+    if (listContains(policy.exclude_namespaces, ns)) {
       namespaces.fail("include", "\"" + ns + "\" is both included and excluded");
     }
   }

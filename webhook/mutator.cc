@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "common/shorthand.h"
+#include "common/strings.h"
 #include "webhook/json_text.h"
 
 namespace kube_rdma {
@@ -31,10 +32,6 @@ std::string_view stringMember(const json& object, std::string_view key) {
   return value != nullptr && value->is_string()
              ? std::string_view(value->get_ref<const std::string&>())
              : std::string_view();
-}
-
-bool listed(const std::vector<std::string>& list, std::string_view value) {
-  return std::find(list.begin(), list.end(), value) != list.end();
 }
 
 std::string inQuotes(std::string_view text) {
@@ -101,10 +98,10 @@ std::string skipReason(const json& annotations, const std::string& ns,
   if (stringMember(annotations, kInjectAnnotation) == "false") {
     return "opted out by kube-rdma.io/inject";
   }
-  if (listed(policy.exclude_namespaces, ns)) {
+  if (listContains(policy.exclude_namespaces, ns)) {
     return "namespace " + ns + " is excluded";
   }
-  if (!policy.include_namespaces.empty() && !listed(policy.include_namespaces, ns)) {
+  if (!policy.include_namespaces.empty() && !listContains(policy.include_namespaces, ns)) {
     return "namespace " + ns + " is not included";
   }
   return "";
@@ -123,7 +120,7 @@ Result<ShorthandTarget> resolveShorthandTarget(const json& spec, const json& ann
   if (value == nullptr) {
     return ShorthandTarget{};
   }
-  if (policy.shorthand_namespaces && !listed(*policy.shorthand_namespaces, ns)) {
+  if (policy.shorthand_namespaces && !listContains(*policy.shorthand_namespaces, ns)) {
     return makeError(std::string(kRdmaAnnotation) + " is not allowed in namespace " + inQuotes(ns) +
                      " (policy shorthand.namespaces)");
   }

@@ -53,7 +53,7 @@ print(json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview"
     "object": pod, "oldObject": None, "dryRun": False}}, separators=(",", ":")))
 PY
 
-# Each binary on its own port from 18643; targets are name:port:pid.
+# Each binary on its own port from 18643; targets are name:port:pid:path.
 targets=()
 port=18643
 for entry in $binaries; do
@@ -63,7 +63,7 @@ for entry in $binaries; do
     2>"$work/$name.log" &
   pids+=($!)
   targets+=("$name:$port:$!:mutate")
-  if [[ ${FLOOR:-0} == 1 && $port == 18643 ]]; then
+  if [[ ${FLOOR:-0} == 1 && ${#targets[@]} == 1 ]]; then # the first binary
     targets+=("floor:$port:$!:floor")
   fi
   for _ in $(seq 50); do
