@@ -9,7 +9,6 @@
 #include <set>
 
 #include "webhook/held_writes.h"
-#include "webhook/review.h"
 
 namespace kube_rdma {
 namespace {
@@ -56,9 +55,11 @@ std::string joined(const std::set<std::string>& items) {
 
 AdmissionServer::AdmissionServer(ServerOptions options, CertificateStore& certificates,
                                  PolicyStore& policies, MetricsRegistry& registry,
-                                 WebhookMetrics& metrics, ClockPtr clock, Logger& logger)
+                                 WebhookMetrics& metrics, ClockPtr clock, Logger& logger,
+                                 Reviewer review)
     : options_(std::move(options)), certificates_(certificates), policies_(policies),
       registry_(registry), metrics_(metrics), clock_(std::move(clock)), logger_(logger),
+      review_(std::move(review)),
       watchdog_(std::chrono::duration_cast<std::chrono::milliseconds>(options_.keep_alive_timeout) +
                     options_.request_timeout,
                 clock_, logger_) {
@@ -207,7 +208,7 @@ void AdmissionServer::handleMutate(const httplib::Request& request, httplib::Res
   // Without a valid policy the replica is not ready; should a call come anyway, nothing is an
   // RDMA pod under the empty policy, so the pod is admitted unchanged.
   std::shared_ptr<const WebhookPolicy> policy = policies_.current();
-  ReviewOutcome outcome = reviewAdmission(request.body, policy ? *policy : no_policy_);
+  ReviewOutcome outcome = review_(request.body, policy ? *policy : no_policy_);
   response.status = outcome.http_status;
   metrics_.recordReview(outcome, clock_->now() - start);
   // What set_content does, without copying the body.

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -16,6 +17,7 @@
 #include "webhook/connection_watchdog.h"
 #include "webhook/elastic_task_queue.h"
 #include "webhook/policy_store.h"
+#include "webhook/review.h"
 #include "webhook/webhook_metrics.h"
 
 // The HTTPS side of rdma-webhook (cpp-httplib 0.11.4): POST /mutate, /healthz, /readyz, /metrics.
@@ -50,11 +52,15 @@ struct ServerOptions {
   std::chrono::milliseconds refusal_linger{1000};
 };
 
+// What POST /mutate does with a body: reviewAdmission in the binary; the benchmark that measures
+// the server without a review passes its own.
+using Reviewer = std::function<ReviewOutcome(std::string_view body, const WebhookPolicy& policy)>;
+
 class AdmissionServer {
 public:
   AdmissionServer(ServerOptions options, CertificateStore& certificates, PolicyStore& policies,
                   MetricsRegistry& registry, WebhookMetrics& metrics, ClockPtr clock,
-                  Logger& logger);
+                  Logger& logger, Reviewer review = reviewAdmission);
 
   // Binds the listening socket; the port is known afterwards.
   Status bind();
@@ -88,6 +94,7 @@ private:
   WebhookMetrics& metrics_;
   ClockPtr clock_;
   Logger& logger_;
+  Reviewer review_;
   // Before server_: it must outlive every connection the server's SSL_CTX makes.
   ConnectionWatchdog watchdog_;
   std::shared_ptr<TaskQueueStats> queue_stats_ = std::make_shared<TaskQueueStats>();

@@ -1,0 +1,170 @@
+#include "webhook/run_webhook.h"
+
+#include <httplib.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/resource.h>
+
+#include <iostream>
+#include <thread>
+
+#include "common/file_watcher.h"
+#include "webhook/flags.h"
+
+namespace kube_rdma {
+namespace {
+
+std::string expiry(const CertificateStore& store) {
+  const auto pair = store.current();
+  if (pair == nullptr) {
+    return "";
+  }
+  const std::time_t t = std::chrono::system_clock::to_time_t(pair->notAfter());
+  std::tm utc{};
+  gmtime_r(&t, &utc);
+  char text[32];
+  std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return text;
+}
+
+// Each connection is a descriptor. Runtimes may give containers a soft limit of 1,024 with a
+// far higher hard limit; raise the soft one to the hard one (as Go programs do at start) and say
+// so when even that is below the connection cap.
+void raiseDescriptorLimit(size_t max_connections, Logger& logger) {
+  rlimit files{};
+  if (getrlimit(RLIMIT_NOFILE, &files) != 0) {
+    return;
+  }
+  if (files.rlim_cur < files.rlim_max) {
+    files.rlim_cur = files.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &files);
+    getrlimit(RLIMIT_NOFILE, &files);
+  }
+  // Listeners, watches, logs and the like besides the connections.
+  constexpr rlim_t kOwnDescriptors = 64;
+  if (files.rlim_cur < max_connections + kOwnDescriptors) {
+    logger.warn("descriptor limit below --max-connections: connections beyond it wait in the "
+                "listen backlog",
+                {{"limit", std::to_string(files.rlim_cur)},
+                 {"max_connections", std::to_string(max_connections)}});
+  }
+}
+
+int run(const WebhookFlags& flags, Reviewer review) {
+  Logger logger(std::cerr, flags.log_format);
+  raiseDescriptorLimit(flags.max_connections, logger);
+  // Signals go to the signal thread only; every thread started below inherits this mask.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  MetricsRegistry registry;
+  WebhookMetrics metrics(registry);
+  CertificateStore certificates(flags.tls_cert_file, flags.tls_private_key_file);
+  PolicyStore policies(flags.policy_file);
+
+  const auto reload_certificates = [&] {
+    if (Status s = certificates.reload(); !s.ok()) {
+      metrics.certificateReloadFailed();
+      logger.error("certificate not loaded, the last good one stays",
+                   {{"error", s.error().message}});
+    } else {
+      logger.info("certificate loaded", {{"not_after", expiry(certificates)}});
+    }
+  };
+  const auto reload_policy = [&] {
+    const uint64_t before = policies.generation();
+    if (Status s = policies.reload(); !s.ok()) {
+      metrics.policyReloadFailed();
+      logger.error("policy rejected, the last good one stays", {{"error", s.error().message}});
+    } else if (policies.generation() != before) {
+      logger.info("policy loaded", {{"file", policies.path()},
+                                    {"generation", std::to_string(policies.generation())}});
+    }
+    metrics.setPolicyGeneration(policies.generation());
+  };
+  reload_certificates();
+  reload_policy();
+
+  Result<FileWatcherPtr> watcher = createInotifyWatcher();
+  if (!watcher.ok()) {
+    logger.error("cannot watch files", {{"error", watcher.error().message}});
+    return 1;
+  }
+  for (const std::string& path : {flags.tls_cert_file, flags.tls_private_key_file}) {
+    if (Status s = (*watcher)->watchFile(path, reload_certificates); !s.ok()) {
+      logger.error("cannot watch certificate", {{"error", s.error().message}});
+      return 1;
+    }
+  }
+  if (!flags.policy_file.empty()) {
+    if (Status s = (*watcher)->watchFile(flags.policy_file, reload_policy); !s.ok()) {
+      logger.error("cannot watch policy", {{"error", s.error().message}});
+      return 1;
+    }
+  }
+
+  ServerOptions options;
+  options.host = flags.listen.host;
+  options.port = flags.listen.port;
+  options.threads = flags.threads;
+  options.max_connections = flags.max_connections;
+  options.request_timeout = flags.request_timeout;
+  AdmissionServer server(options, certificates, policies, registry, metrics,
+                         std::make_shared<RealClock>(), logger, std::move(review));
+  if (Status s = server.bind(); !s.ok()) {
+    logger.error("cannot start", {{"error", s.error().message}});
+    return 1;
+  }
+
+  // Plain-HTTP metrics for Prometheus, when asked for; /metrics is on the HTTPS port as well.
+  httplib::Server metrics_server;
+  std::thread metrics_thread;
+  if (!flags.metrics_address.empty()) {
+    const ListenAddress address = *parseListenAddress(flags.metrics_address);
+    metrics_server.new_task_queue = [] { return new httplib::ThreadPool(2); };
+    metrics_server.Get("/metrics", [&server](const httplib::Request&, httplib::Response& res) {
+      res.set_content(server.renderMetrics(), "text/plain; version=0.0.4");
+    });
+    if (!metrics_server.bind_to_port(address.host, address.port)) {
+      logger.error("cannot listen for metrics", {{"address", flags.metrics_address}});
+      return 1;
+    }
+    metrics_thread = std::thread([&metrics_server] { metrics_server.listen_after_bind(); });
+  }
+
+  std::thread signal_thread([&] {
+    int signal = 0;
+    sigwait(&signals, &signal);
+    logger.info("draining", {{"signal", std::to_string(signal)},
+                             {"delay_seconds", std::to_string(flags.shutdown_delay.count())}});
+    server.beginDrain();
+    std::this_thread::sleep_for(flags.shutdown_delay);
+    server.stop();
+    metrics_server.stop();
+  });
+  logger.info("serving", {{"address", flags.listen.host + ":" + std::to_string(server.port())},
+                          {"policy", flags.policy_file.empty() ? "defaults" : flags.policy_file}});
+  const bool served = server.serve();
+  signal_thread.join();
+  if (metrics_thread.joinable()) {
+    metrics_thread.join();
+  }
+  logger.info("stopped");
+  return served ? 0 : 1;
+}
+
+} // namespace
+
+int runWebhook(const std::string& program, const std::vector<std::string>& args, Reviewer review) {
+  Result<WebhookFlags> flags = parseWebhookFlags(args);
+  if (!flags.ok()) {
+    std::cerr << program << ": " << flags.error().message << "\n" << webhookUsage();
+    return 2;
+  }
+  return run(*flags, std::move(review));
+}
+
+} // namespace kube_rdma
