@@ -11,6 +11,11 @@
 # With FLOOR=1, a row "floor" posts the same review to the first binary's /floor, a path it does
 # not serve: cpp-httplib reads the body and answers 404, so the row is what the server and TLS
 # cost without a review (404s are not counted as errors there).
+# With NO_REVIEW=1, a row "no-review" for webhook_no_review (test/webhook/no_review_server.cc):
+# the same server, log line, metrics and 1.5 KB reply, with the review's outcome remembered from
+# the first request instead of computed: the most any review could let the server reach.
+# The webhooks run with the GLIBC_TUNABLES their Deployment sets (manifests/base/webhook/
+# deployment.yaml), as in a cluster; WEBHOOK_TUNABLES= (empty) runs them with glibc's defaults.
 # Figures go in BENCHMARKS.md "## Webhook".
 set -euo pipefail
 
@@ -19,8 +24,13 @@ build=${1:-$src/build-webhook}
 seconds=${2:-10}
 threads=${3:-64}
 binaries=${BINARIES:-rdma-webhook=$build/webhook/rdma-webhook}
+if [[ ${NO_REVIEW:-0} == 1 ]]; then
+  binaries+=" no-review=$build/test/webhook/webhook_no_review"
+fi
 rounds=${ROUNDS:-1}
 conns_list=${CONNS:-32 256}
+tunables=${WEBHOOK_TUNABLES-$(awk '/name: GLIBC_TUNABLES/ { getline; print $2 }' \
+  "$src/manifests/base/webhook/deployment.yaml")}
 nginx_port=18642
 work=$(mktemp -d /tmp/kube-rdma-bench-https.XXXXXX)
 pids=()
@@ -58,7 +68,8 @@ targets=()
 port=18643
 for entry in $binaries; do
   name=${entry%%=*}
-  "${entry#*=}" --tls-cert-file "$work/tls.crt" --tls-private-key-file "$work/tls.key" \
+  GLIBC_TUNABLES=$tunables "${entry#*=}" \
+    --tls-cert-file "$work/tls.crt" --tls-private-key-file "$work/tls.key" \
     --listen-address "127.0.0.1:$port" --threads "$threads" --log-format json \
     2>"$work/$name.log" &
   pids+=($!)
@@ -148,7 +159,8 @@ if [[ ${COUNT_SYSCALLS:-0} == 1 ]]; then
 fi
 
 echo "body $(wc -c <"$work/review.json") bytes, reply $(wc -c <"$work/reply.json") bytes," \
-  "webhook threads $threads, ${seconds}s per run, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+  "webhook threads $threads, GLIBC_TUNABLES '$tunables', ${seconds}s per run, $(nproc) cores," \
+  "load $(cut -d' ' -f1-3 /proc/loadavg)"
 printf "%-5s %-12s %6s %10s %9s %9s %7s %12s %12s\n" round server conns req/s p50_ms p99_ms errors \
   cpu_us/req syscalls/req
 for round in $(seq "$rounds"); do
