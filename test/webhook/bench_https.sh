@@ -14,6 +14,8 @@
 # With NO_REVIEW=1, a row "no-review" for webhook_no_review (test/webhook/no_review_server.cc):
 # the same server, log line, metrics and 1.5 KB reply, with the review's outcome remembered from
 # the first request instead of computed: the most any review could let the server reach.
+# With BARE=1, a row "bare-httplib" for bare_httplib_server (test/webhook/bare_httplib_server.cc):
+# cpp-httplib 0.11.4 alone, no kube-rdma code, answering the webhook's reply bytes.
 # The webhooks run with the GLIBC_TUNABLES their Deployment sets (manifests/base/webhook/
 # deployment.yaml), as in a cluster; WEBHOOK_TUNABLES= (empty) runs them with glibc's defaults.
 # Figures go in BENCHMARKS.md "## Webhook".
@@ -88,6 +90,18 @@ for entry in $binaries; do
   cp "$work/reply.$name.json" "$work/reply.json"
   port=$((port + 1))
 done
+
+if [[ ${BARE:-0} == 1 ]]; then
+  "$build/test/webhook/bare_httplib_server" "$work/tls.crt" "$work/tls.key" "$port" \
+    "$work/reply.json" "$threads" 2>"$work/bare-httplib.log" &
+  pids+=($!)
+  targets+=("bare-httplib:$port:$!:mutate")
+  for _ in $(seq 50); do
+    curl -sf --cacert "$work/ca.crt" -H 'Content-Type: application/json' \
+      --data-binary @"$work/review.json" "https://127.0.0.1:$port/mutate" >/dev/null && break
+    sleep 0.1
+  done
+fi
 
 mkdir -p "$work/nginx"
 cat >"$work/nginx.conf" <<NGINX
