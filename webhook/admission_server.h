@@ -60,7 +60,7 @@ class AdmissionServer {
 public:
   AdmissionServer(ServerOptions options, CertificateStore& certificates, PolicyStore& policies,
                   MetricsRegistry& registry, WebhookMetrics& metrics, ClockPtr clock,
-                  Logger& logger, Reviewer review = reviewAdmission);
+                  Logger& logger, Reviewer review);
 
   // Binds the listening socket; the port is known afterwards.
   Status bind();
