@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # ThreadSanitizer over the tests that exercise threads without gRPC: the inotify watchers behind
 # every reload, the webhook's TLS server (elastic connection threads, per-connection deadlines,
-# certificate rotation mid-stream, policy reloads, SIGTERM drain), the plugin's /metrics
-# server (its poll thread against clients and shutdown) and the plugin's shared state driven as
+# certificate rotation mid-stream, policy reloads, SIGTERM drain; in process, AdmissionServer
+# with a test Reviewer), the plugin's /metrics server (its poll thread against clients and
+# shutdown) and the plugin's shared state driven as
 # gRPC drives it (ListAndWatch waiters, Allocate calls, health updates, the health watcher's
 # thread and interval changes: test/plugin/concurrency_test.cc), and sysfs discovery reading
 # devices on several threads. Builds only what those tests need into build-tsan/ and runs them.
@@ -24,4 +25,4 @@ fi
 cmake --build "$build_dir" -j "${JOBS:-2}" --target fixtures common_tests webhook_tests rdma-webhook \
   plugin_tests
 ctest --test-dir "$build_dir" --output-on-failure -j "${JOBS:-2}" --timeout 600 \
-  -R '^(InotifyWatcher|ElasticTaskQueue|ConnectionWatchdogTest|ConnectionDeadlinesTest|WebhookE2E|HttpServerTest|MetricsEndpoint|PluginConcurrency)\.|^SysfsDiscovery\.TheResultDoesNotDependOnHowManyThreads'
+  -R '^(InotifyWatcher|ElasticTaskQueue|ConnectionWatchdogTest|ConnectionDeadlinesTest|AdmissionServerTest|WebhookE2E|HttpServerTest|MetricsEndpoint|PluginConcurrency)\.|^SysfsDiscovery\.TheResultDoesNotDependOnHowManyThreads'

@@ -25,6 +25,7 @@
 #include <nlohmann/json.hpp>
 
 #include "test/webhook/admission_test_support.h"
+#include "test/webhook/test_certificates.h"
 
 namespace kube_rdma {
 namespace {
@@ -38,10 +39,6 @@ std::string readText(const fs::path& path) {
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
-}
-
-void run(const std::string& command) {
-  ASSERT_EQ(std::system((command + " >/dev/null 2>&1").c_str()), 0) << command;
 }
 
 // A directory laid out like a kubelet volume: <dir>/<name> -> ..data/<name>, ..data -> a
@@ -295,17 +292,7 @@ protected:
     dir_ =
         new fs::path(fs::temp_directory_path() / ("rdma-webhook-e2e-" + std::to_string(getpid())));
     fs::create_directories(*dir_);
-    const std::string d = dir_->string();
-    run("openssl req -x509 -newkey rsa:2048 -nodes -keyout " + d + "/ca.key -out " + d +
-        "/ca.crt -days 2 -subj /CN=kube-rdma-test-ca");
-    std::ofstream(*dir_ / "san.ext") << "subjectAltName=IP:127.0.0.1,DNS:localhost\n";
-    for (const std::string name : {"serving-a", "serving-b"}) {
-      run("openssl req -newkey rsa:2048 -nodes -keyout " + d + "/" + name + ".key -out " + d + "/" +
-          name + ".csr -subj /CN=" + name);
-      run("openssl x509 -req -in " + d + "/" + name + ".csr -CA " + d + "/ca.crt -CAkey " + d +
-          "/ca.key -CAcreateserial -days 1 -extfile " + d + "/san.ext -out " + d + "/" + name +
-          ".crt");
-    }
+    ASSERT_EQ(makeTestCertificates(*dir_, {"serving-a", "serving-b"}), "");
   }
   static void TearDownTestSuite() {
     fs::remove_all(*dir_);
