@@ -65,6 +65,15 @@ print(json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview"
     "object": pod, "oldObject": None, "dryRun": False}}, separators=(",", ":")))
 PY
 
+# Up to 5 s for a server on `port` to answer the review (servers without a /readyz).
+wait_for_review() {
+  for _ in $(seq 50); do
+    curl -sf --cacert "$work/ca.crt" -H 'Content-Type: application/json' \
+      --data-binary @"$work/review.json" "https://127.0.0.1:$1/mutate" >/dev/null && return
+    sleep 0.1
+  done
+}
+
 # Each binary on its own port from 18643; targets are name:port:pid:path.
 targets=()
 port=18643
@@ -96,11 +105,7 @@ if [[ ${BARE:-0} == 1 ]]; then
     "$work/reply.json" "$threads" 2>"$work/bare-httplib.log" &
   pids+=($!)
   targets+=("bare-httplib:$port:$!:mutate")
-  for _ in $(seq 50); do
-    curl -sf --cacert "$work/ca.crt" -H 'Content-Type: application/json' \
-      --data-binary @"$work/review.json" "https://127.0.0.1:$port/mutate" >/dev/null && break
-    sleep 0.1
-  done
+  wait_for_review "$port"
 fi
 
 mkdir -p "$work/nginx"
@@ -129,11 +134,7 @@ http {
 NGINX
 nginx -p "$work/nginx" -c "$work/nginx.conf" -g 'daemon off;' &
 pids+=($!)
-for _ in $(seq 50); do
-  curl -sf --cacert "$work/ca.crt" -X POST -H 'Content-Type: application/json' \
-    --data-binary @"$work/review.json" "https://127.0.0.1:$nginx_port/mutate" >/dev/null && break
-  sleep 0.1
-done
+wait_for_review "$nginx_port"
 
 cat >"$work/post.lua" <<LUA
 wrk.method = "POST"
