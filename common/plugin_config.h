@@ -34,13 +34,15 @@ struct PoolSelector {
 };
 
 enum class GidIndexMode {
-  kUnset,  // NCCL >= 2.21 picks the GID itself (recommended)
+  kUnset,  // NCCL >= 2.21 picks the GID itself; older NCCL takes GID 0 (link-local RoCE v1)
   kAgreed, // NCCL_IB_GID_INDEX = the index every selected RoCE port agrees on, else unset
   kFixed,  // NCCL_IB_GID_INDEX = gid_index
 };
 
 struct NcclPoolOptions {
-  GidIndexMode gid_index_mode = GidIndexMode::kUnset;
+  // "agreed" by default: every NCCL version honours a set index, while an unset one means GID 0
+  // to NCCL before 2.21, which the guide's images still run.
+  GidIndexMode gid_index_mode = GidIndexMode::kAgreed;
   uint32_t gid_index = 0;        // kFixed only
   GidSelectionPolicy gid_policy; // how "agreed" picks each port's GID (NCCL's own rule)
   bool nccl_conf_enabled = true;
@@ -74,7 +76,7 @@ constexpr uint32_t kAutoSharedPerHca = 16;
 uint32_t sharedDeviceCount(const PoolSpec& pool, size_t hca_count);
 
 // DESIGN.md's defaults: rdma/hca = InfiniBand ports, rdma/shared = Ethernet (RoCE) ports, both
-// shared with "auto" counts, management HCA and VFs left out, GID index unset, nccl.conf mounted
+// shared with "auto" counts, management HCA and VFs left out, GID index "agreed", nccl.conf mounted
 // at /etc/nccl.conf.
 PluginConfig defaultPluginConfig();
 

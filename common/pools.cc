@@ -110,6 +110,13 @@ std::vector<NodePool> buildPools(const NodeTopology& topology, const PluginConfi
   return pools;
 }
 
+std::string socketIfnameFor(const std::string& management_netdev) {
+  if (management_netdev == "eth0") {
+    return "=eth0";
+  }
+  return "=" + management_netdev + ",eth0";
+}
+
 Result<NcclEnv> computeNcclSettings(const NodeTopology& topology, const NodePool& pool,
                                     const std::vector<std::string>& granted_devices) {
   for (const auto& name : granted_devices) {
@@ -163,6 +170,12 @@ Result<NcclEnv> computeNcclSettings(const NodeTopology& topology, const NodePool
     if (auto agreed = agreedGidIndex(active_ports, nccl.gid_policy)) {
       env.emplace_back("NCCL_IB_GID_INDEX", std::to_string(*agreed));
     }
+  }
+  const bool operator_ifname =
+      std::any_of(nccl.env.begin(), nccl.env.end(),
+                  [](const auto& setting) { return setting.first == "NCCL_SOCKET_IFNAME"; });
+  if (!topology.management_netdev.empty() && !operator_ifname) {
+    env.emplace_back("NCCL_SOCKET_IFNAME", socketIfnameFor(topology.management_netdev));
   }
   env.emplace_back("KUBE_RDMA_DEVICES", joinStrings(devices, ","));
   env.emplace_back("KUBE_RDMA_NETDEVS", joinStrings(netdevs, ","));

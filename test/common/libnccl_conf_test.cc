@@ -15,6 +15,8 @@
 #include <nlohmann/json.hpp>
 
 #include "common/nccl_settings.h"
+#include "common/pools.h"
+#include "common/sysfs_discovery.h"
 
 namespace kube_rdma {
 namespace {
@@ -158,6 +160,26 @@ TEST_F(LibNcclConf, NcclTakesTheValuesOfOurRenderedFile) {
   EXPECT_EQ(r.env.at("NCCL_IB_HCA"), "=mlx5_1:1,mlx5_2:1");
   EXPECT_EQ(r.env.at("NCCL_IB_DISABLE"), "0");
   EXPECT_EQ(r.env.at("KUBE_RDMA_DEVICES"), "mlx5_1,mlx5_2");
+}
+
+TEST_F(LibNcclConf, NcclTakesTheA100NodesAllocateSettingsFromTheMountedFile) {
+  // What the plugin hands a container on the guide's node with no config, as its nccl.conf.
+  const std::string root = std::string(KUBE_RDMA_FIXTURES) + "/a100-roce";
+  const NodeTopology node = discoverFromSysfs(DiscoveryRoots{root + "/sys", root + "/proc"});
+  const std::vector<NodePool> pools = buildPools(node, defaultPluginConfig());
+  const NodePool& roce = pools[1];
+  ASSERT_EQ(roce.spec.resource_name, "rdma/shared");
+  auto env = computeNcclSettings(node, roce, roce.deviceNames());
+  ASSERT_TRUE(env.ok()) << env.error().message;
+  env->emplace_back("NCCL_DEBUG", "INFO");
+  auto text = renderNcclConf(*env);
+  ASSERT_TRUE(text.ok()) << text.error().message;
+  const NcclRun r = run(writeConf(*text), {}, {"NCCL_IB_GID_INDEX", "NCCL_SOCKET_IFNAME"});
+  SKIP_WITHOUT_NCCL(r);
+  EXPECT_EQ(r.env.at("NCCL_IB_GID_INDEX"), "3");
+  EXPECT_EQ(r.env.at("NCCL_SOCKET_IFNAME"), "=eth0");
+  EXPECT_NE(r.log.find("NCCL_SOCKET_IFNAME set by environment to =eth0\n"), std::string::npos)
+      << r.log;
 }
 
 TEST_F(LibNcclConf, TheProcessEnvironmentBeatsTheFile) {

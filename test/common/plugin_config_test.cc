@@ -21,7 +21,7 @@ TEST(DefaultPluginConfig, IsInfiniBandAndRoceSharedPools) {
     EXPECT_FALSE(p.shared_count.has_value());
     EXPECT_FALSE(p.selector.include_management);
     EXPECT_FALSE(p.selector.include_vfs);
-    EXPECT_EQ(p.nccl.gid_index_mode, GidIndexMode::kUnset);
+    EXPECT_EQ(p.nccl.gid_index_mode, GidIndexMode::kAgreed);
     EXPECT_TRUE(p.nccl.nccl_conf_enabled);
     EXPECT_EQ(p.nccl.nccl_conf_path, "/etc/nccl.conf");
   }

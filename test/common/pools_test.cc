@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <filesystem>
+
 #include "common/sysfs_discovery.h"
 
 namespace kube_rdma {
@@ -133,6 +136,15 @@ NodePool sharedPool(const NodeTopology& t, const PluginConfig& config = defaultP
   return poolNamed(buildPools(t, config), "rdma/shared");
 }
 
+std::optional<std::string> settingOf(const NcclEnv& env, const std::string& name) {
+  for (const auto& [n, v] : env) {
+    if (n == name) {
+      return v;
+    }
+  }
+  return std::nullopt;
+}
+
 TEST(ComputeNcclSettings, ListsOnlyActivePoolPortsOfTheGrantedHcasInOrder) {
   NodeTopology t = mixedNode();
   const NodePool pool = sharedPool(t);
@@ -140,6 +152,7 @@ TEST(ComputeNcclSettings, ListsOnlyActivePoolPortsOfTheGrantedHcasInOrder) {
   ASSERT_TRUE(env.ok()) << env.error().message;
   EXPECT_EQ(*env, (NcclEnv{{"NCCL_IB_HCA", "=mlx5_1:2,mlx5_2:1"},
                            {"NCCL_IB_DISABLE", "0"},
+                           {"NCCL_SOCKET_IFNAME", "=eth0"},
                            {"KUBE_RDMA_DEVICES", "mlx5_1,mlx5_2"},
                            {"KUBE_RDMA_NETDEVS", "eth1,eth2"}}));
 
@@ -147,7 +160,7 @@ TEST(ComputeNcclSettings, ListsOnlyActivePoolPortsOfTheGrantedHcasInOrder) {
   auto down = computeNcclSettings(t, pool, {"mlx5_1", "mlx5_2"});
   ASSERT_TRUE(down.ok());
   EXPECT_EQ((*down)[0].second, "=mlx5_2:1");
-  EXPECT_EQ((*down)[2].second, "mlx5_1,mlx5_2"); // still granted
+  EXPECT_EQ(settingOf(*down, "KUBE_RDMA_DEVICES"), "mlx5_1,mlx5_2"); // still granted
 
   auto none = computeNcclSettings(t, pool, {"mlx5_1"});
   ASSERT_FALSE(none.ok());
@@ -167,26 +180,22 @@ GidEntry gid(uint32_t index, const std::string& text, GidType type) {
   return GidEntry{index, text, type, "", ""};
 }
 
-TEST(ComputeNcclSettings, GidIndexOnlyWhenAskedAndAgreed) {
+TEST(ComputeNcclSettings, GidIndexWhenThePortsAgreeUnlessAskedOtherwise) {
   NodeTopology t = mixedNode();
   const std::string v4 = "0000:0000:0000:0000:0000:ffff:1910:8002";
   t.devices[1].ports[1].gids = {gid(2, v4, GidType::kRoceV1), gid(3, v4, GidType::kRoceV2)};
   t.devices[2].ports[0].gids = {gid(2, v4, GidType::kRoceV1), gid(3, v4, GidType::kRoceV2)};
   PluginConfig config = defaultPluginConfig();
-  auto find = [](const NcclEnv& env, const std::string& name) -> std::optional<std::string> {
-    for (const auto& [n, v] : env) {
-      if (n == name) {
-        return v;
-      }
-    }
-    return std::nullopt;
-  };
+  const auto find = settingOf;
   const std::vector<std::string> both{"mlx5_1", "mlx5_2"};
   EXPECT_EQ(find(*computeNcclSettings(t, sharedPool(t, config), both), "NCCL_IB_GID_INDEX"),
-            std::nullopt); // unset by default
+            "3"); // "agreed" by default
+
+  config.pools[1].nccl.gid_index_mode = GidIndexMode::kUnset;
+  EXPECT_EQ(find(*computeNcclSettings(t, sharedPool(t, config), both), "NCCL_IB_GID_INDEX"),
+            std::nullopt);
 
   config.pools[1].nccl.gid_index_mode = GidIndexMode::kAgreed;
-  EXPECT_EQ(find(*computeNcclSettings(t, sharedPool(t, config), both), "NCCL_IB_GID_INDEX"), "3");
 
   t.devices[2].ports[0].gids[1].index = 5; // mlx5_2 now picks 5: no agreement
   EXPECT_EQ(find(*computeNcclSettings(t, sharedPool(t, config), both), "NCCL_IB_GID_INDEX"),
@@ -228,24 +237,70 @@ TEST(PoolsOnFixtures, A100RoceDefaultsGiveTheEightDataNics) {
   EXPECT_EQ((*env)[0], (std::pair<std::string, std::string>{
                            "NCCL_IB_HCA", "=mlx5_1:1,mlx5_2:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,"
                                           "mlx5_6:1,mlx5_7:1,mlx5_8:1"}));
-  EXPECT_EQ((*env)[3].second, "eth1,eth2,eth3,eth4,eth5,eth6,eth7,eth8");
+  EXPECT_EQ(settingOf(*env, "KUBE_RDMA_NETDEVS"), "eth1,eth2,eth3,eth4,eth5,eth6,eth7,eth8");
 }
 
-TEST(PoolsOnFixtures, A100RoceAgreesOnGidIndexThree) {
+TEST(PoolsOnFixtures, A100RoceAgreesOnGidIndexThreeWithNoConfig) {
   const NodeTopology t = fixture("a100-roce");
-  PluginConfig config = defaultPluginConfig();
-  config.pools[1].nccl.gid_index_mode = GidIndexMode::kAgreed;
-  const NodePool shared = sharedPool(t, config);
+  const NodePool shared = sharedPool(t);
   auto env = computeNcclSettings(t, shared, shared.deviceNames());
   ASSERT_TRUE(env.ok());
   EXPECT_EQ((*env)[2], (std::pair<std::string, std::string>{"NCCL_IB_GID_INDEX", "3"}));
 }
 
+// The interfaces a fixture node has (its /sys/class/net), as NCCL lists them on the host.
+std::vector<std::string> hostInterfaces(const std::string& name) {
+  std::vector<std::string> names;
+  const std::string dir = std::string(KUBE_RDMA_FIXTURES) + "/" + name + "/sys/class/net";
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    names.push_back(entry.path().filename().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// What NCCL_SOCKET_IFNAME selects where the container runs: on the host's network (hostNetwork)
+// or on the pod network, whose interfaces are the CNI's eth0 and lo.
+void expectSocketInterfaces(const std::string& fixture_name, const std::string& host_choice) {
+  const NodeTopology t = fixture(fixture_name);
+  const NodePool shared = sharedPool(t);
+  auto env = computeNcclSettings(t, shared, shared.deviceNames());
+  ASSERT_TRUE(env.ok()) << env.error().message;
+  const auto value = settingOf(*env, "NCCL_SOCKET_IFNAME");
+  ASSERT_TRUE(value.has_value());
+  const NcclDeviceList list = parseNcclSocketIfname(*value);
+  const std::vector<std::string> host = hostInterfaces(fixture_name);
+  ASSERT_GT(host.size(), 2u);
+  EXPECT_EQ(selectInterfaces(list, host), std::vector<std::string>{host_choice})
+      << *value << " on the host of " << fixture_name;
+  EXPECT_EQ(selectInterfaces(list, {"lo", "eth0"}), std::vector<std::string>{"eth0"})
+      << *value << " in a pod";
+}
+
+TEST(PoolsOnFixtures, SocketInterfaceIsTheManagementNetdevOnTheHostAndEth0InAPod) {
+  expectSocketInterfaces("a100-roce", "eth0");     // management netdev eth0: "=eth0"
+  expectSocketInterfaces("renamed-rocep", "eno1"); // "=eno1,eth0"
+}
+
+TEST(ComputeNcclSettings, SocketInterfaceLeftToNcclWithoutADefaultRouteOrWhenThePoolSetsIt) {
+  NodeTopology t = mixedNode();
+  t.management_netdev = "";
+  EXPECT_EQ(settingOf(*computeNcclSettings(t, sharedPool(t), {"mlx5_2"}), "NCCL_SOCKET_IFNAME"),
+            std::nullopt);
+  t.management_netdev = "bond0";
+  EXPECT_EQ(settingOf(*computeNcclSettings(t, sharedPool(t), {"mlx5_2"}), "NCCL_SOCKET_IFNAME"),
+            "=bond0,eth0");
+  PluginConfig config = defaultPluginConfig();
+  config.pools[1].nccl.env = {{"NCCL_SOCKET_IFNAME", "=bond1"}};
+  auto env = computeNcclSettings(t, sharedPool(t, config), {"mlx5_2"});
+  ASSERT_TRUE(env.ok());
+  EXPECT_EQ(settingOf(*env, "NCCL_SOCKET_IFNAME"), "=bond1");
+  EXPECT_TRUE(renderNcclConf(*env).ok()); // named once
+}
+
 TEST(PoolsOnFixtures, SparseGidTablesAgreeOnFive) {
   const NodeTopology t = fixture("sparse-gids");
-  PluginConfig config = defaultPluginConfig();
-  config.pools[1].nccl.gid_index_mode = GidIndexMode::kAgreed;
-  const NodePool shared = sharedPool(t, config);
+  const NodePool shared = sharedPool(t);
   ASSERT_FALSE(shared.hcas.empty());
   auto env = computeNcclSettings(t, shared, shared.deviceNames());
   ASSERT_TRUE(env.ok());
@@ -287,15 +342,14 @@ TEST(PoolsOnFixtures, VfsStayOutByDefault) {
 TEST(PoolsOnFixtures, SoftRoceJoinsTheDefaultPoolButNotOneThatNamesADriver) {
   const NodeTopology t = fixture("soft-roce");
   EXPECT_EQ(sharedPool(t).deviceNames(), (std::vector<std::string>{"mlx5_0", "rxe0"}));
-  PluginConfig config = defaultPluginConfig();
-  config.pools[1].nccl.gid_index_mode = GidIndexMode::kAgreed;
-  const NodePool both = sharedPool(t, config);
+  const NodePool both = sharedPool(t);
   auto env = computeNcclSettings(t, both, both.deviceNames());
   ASSERT_TRUE(env.ok());
   // mlx5_0's IPv4 RoCE v2 GID is at 3, rxe0's (v2 GIDs only) at 1: no index to agree on.
   for (const auto& [name, value] : *env) {
     EXPECT_NE(name, "NCCL_IB_GID_INDEX") << value;
   }
+  PluginConfig config = defaultPluginConfig();
   config.pools[1].selector.drivers = {"mlx5_core"};
   EXPECT_EQ(sharedPool(t, config).deviceNames(), (std::vector<std::string>{"mlx5_0"}));
   config.pools[1].selector.drivers.clear();

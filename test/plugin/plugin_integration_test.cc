@@ -101,7 +101,10 @@ TEST_F(PluginIntegrationTest, AllocateGrantsTheEightDataNicsWithNcclSettingsAndC
   EXPECT_EQ(answer->envs().at("NCCL_IB_HCA"),
             "=mlx5_1:1,mlx5_2:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_7:1,mlx5_8:1");
   EXPECT_EQ(answer->envs().at("NCCL_IB_DISABLE"), "0");
-  EXPECT_EQ(answer->envs().count("NCCL_IB_GID_INDEX"), 0u); // default: NCCL picks the GID
+  // No config: the index all eight RoCE ports agree on, and the management netdev (eth0 here),
+  // which is also the pod network's interface.
+  EXPECT_EQ(answer->envs().at("NCCL_IB_GID_INDEX"), "3");
+  EXPECT_EQ(answer->envs().at("NCCL_SOCKET_IFNAME"), "=eth0");
 
   ASSERT_EQ(answer->mounts_size(), 1);
   EXPECT_EQ(answer->mounts(0).container_path(), "/etc/nccl.conf");
@@ -109,6 +112,8 @@ TEST_F(PluginIntegrationTest, AllocateGrantsTheEightDataNicsWithNcclSettingsAndC
   EXPECT_EQ(fs::path(answer->mounts(0).host_path()).parent_path(), fs::path(state_dir_));
   const std::string conf = readTestFile(answer->mounts(0).host_path());
   EXPECT_NE(conf.find("NCCL_IB_HCA==mlx5_1:1,"), std::string::npos) << conf;
+  EXPECT_NE(conf.find("\nNCCL_IB_GID_INDEX=3\n"), std::string::npos) << conf;
+  EXPECT_NE(conf.find("\nNCCL_SOCKET_IFNAME==eth0\n"), std::string::npos) << conf;
 }
 
 TEST_F(PluginIntegrationTest, UnknownIdsAreRefusedWithAnErrorNamingThem) {
