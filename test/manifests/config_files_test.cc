@@ -68,7 +68,9 @@ INSTANTIATE_TEST_SUITE_P(
     testing::Values(ConfigPair{"base", "manifests/base/device-plugin/config.json",
                                "manifests/base/webhook/policy.json"},
                     ConfigPair{"nic_per_gpu", "examples/nic-per-gpu/plugin-config.json",
-                               "examples/nic-per-gpu/webhook-policy.json"}),
+                               "examples/nic-per-gpu/webhook-policy.json"},
+                    ConfigPair{"every_port_as_hca", "examples/every-port-as-hca/plugin-config.json",
+                               "manifests/base/webhook/policy.json"}),
     [](const testing::TestParamInfo<ConfigPair>& info) { return info.param.description; });
 
 TEST(ShippedConfig, NicPerGpuExampleHasAnExclusivePool) {

@@ -10,6 +10,8 @@
 #include <sstream>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "pluginregistration/v1/api.grpc.pb.h"
 #include "test/plugin/plugin_test_base.h"
 
@@ -114,6 +116,26 @@ TEST_F(PluginIntegrationTest, AllocateGrantsTheEightDataNicsWithNcclSettingsAndC
   EXPECT_NE(conf.find("NCCL_IB_HCA==mlx5_1:1,"), std::string::npos) << conf;
   EXPECT_NE(conf.find("\nNCCL_IB_GID_INDEX=3\n"), std::string::npos) << conf;
   EXPECT_NE(conf.find("\nNCCL_SOCKET_IFNAME==eth0\n"), std::string::npos) << conf;
+}
+
+// The guide's CCE pod asks for rdma/hca on a RoCE cluster, unchanged; the example config that
+// offers every data port as rdma/hca serves it.
+TEST_F(PluginIntegrationTest, TheGuidesHandwrittenRocePodIsServedWithTheEveryPortExample) {
+  const auto pod = nlohmann::json::parse(
+      readTestFile(std::string(KUBE_RDMA_SOURCE_DIR) +
+                   "/test/webhook/testdata/pods/pytorchjob-master-handwritten.json"));
+  const auto& limits = pod["spec"]["containers"][0]["resources"]["limits"];
+  ASSERT_EQ(limits.value("rdma/hca", ""), "1");
+  startPlugin("a100-roce", {"--config", std::string(KUBE_RDMA_SOURCE_DIR) +
+                                            "/examples/every-port-as-hca/plugin-config.json"});
+  ASSERT_TRUE(waitForHealthy("rdma/hca", 128));
+  EXPECT_EQ(kubelet_->view().resources.count(kShared), 0u);
+  auto answer = kubelet_->allocate("rdma/hca", {deviceIds("rdma/hca").front()});
+  ASSERT_TRUE(answer.ok()) << answer.error().message;
+  EXPECT_EQ(answer->envs().at("NCCL_IB_HCA"),
+            "=mlx5_1:1,mlx5_2:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_7:1,mlx5_8:1");
+  EXPECT_EQ(answer->envs().at("NCCL_IB_GID_INDEX"), "3");
+  EXPECT_EQ(answer->devices_size(), 9); // eight uverbs nodes and rdma_cm
 }
 
 TEST_F(PluginIntegrationTest, UnknownIdsAreRefusedWithAnErrorNamingThem) {
