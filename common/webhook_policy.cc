@@ -245,4 +245,14 @@ Result<double> parseQuantity(const std::string& text) {
   return bad();
 }
 
+std::vector<std::string> resourcesNeverSent(const WebhookPolicy& policy) {
+  std::vector<std::string> never;
+  for (const std::string& resource : policy.resources) {
+    if (!resource.starts_with(kSentResourcePrefix)) {
+      never.push_back(resource);
+    }
+  }
+  return never;
+}
+
 } // namespace kube_rdma

@@ -3,6 +3,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/result.h"
@@ -57,6 +58,16 @@ struct WebhookPolicy {
   std::vector<NodePoolProfile> profiles;
   std::map<std::string, std::string> annotations; // added where the pod does not set the key
 };
+
+// The shipped MutatingWebhookConfiguration (manifests/base/webhook) sends the webhook only pods
+// that carry the shorthand annotation or have a container asking for a resource under this
+// prefix; the manifests test checks the rendered matchConditions against this copy.
+inline constexpr std::string_view kSentResourcePrefix = "rdma/";
+
+// The policy's resources that the shipped MutatingWebhookConfiguration never sends to the webhook:
+// a pod asking only for one of them (without the shorthand) gets no IPC_LOCK, /dev/shm or NCCL
+// settings, unless the operator widened the matchConditions too.
+std::vector<std::string> resourcesNeverSent(const WebhookPolicy& policy);
 
 // The policy used when no --policy file is given (and the base the file's keys override).
 WebhookPolicy defaultWebhookPolicy();

@@ -154,5 +154,14 @@ TEST(Quantity, RejectsWhatKubernetesRejects) {
   }
 }
 
+TEST(WebhookPolicy, ResourcesOutsideTheShippedPrefixAreReportedAsNeverSent) {
+  EXPECT_TRUE(resourcesNeverSent(defaultWebhookPolicy()).empty());
+  auto policy = parseWebhookPolicy(
+      R"({"resources": ["rdma/hca", "example.com/roce", "rdma/shared", "nvidia.com/hca"]})");
+  ASSERT_TRUE(policy.ok()) << policy.error().message;
+  EXPECT_EQ(resourcesNeverSent(*policy),
+            (std::vector<std::string>{"example.com/roce", "nvidia.com/hca"}));
+}
+
 } // namespace
 } // namespace kube_rdma

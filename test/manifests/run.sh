@@ -52,5 +52,9 @@ cp -r "$src/manifests" "$work/manifests"
 "$src/scripts/gen-webhook-certs.sh" --out "$work/manifests/overlays/static-certs/certs" 2>/dev/null
 cp -r "$src/examples" "$work/examples"
 
+# The webhook's built-in copy of the matchConditions' resource rule, checked against them.
+sent_prefix=$(sed -n 's/.*kSentResourcePrefix = "\(.*\)";/\1/p' "$src/common/webhook_policy.h")
+[[ -n "$sent_prefix" ]] || { echo "FAIL kSentResourcePrefix not found in common/webhook_policy.h"; exit 1; }
+
 node "$cache/validate.mjs" --manifests "$work/manifests" --examples "$work/examples" \
-  --cases "$here/match-conditions.yaml" "${programs[@]}"
+  --cases "$here/match-conditions.yaml" --sent-prefix "$sent_prefix" "${programs[@]}"

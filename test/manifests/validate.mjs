@@ -46,18 +46,26 @@ const here = dirname(fileURLToPath(import.meta.url));
 
 function parseArgs(argv) {
   const args = {};
-  const known = ["manifests", "examples", "cases", "plugin", "webhook", "fixtures"];
+  const known = [
+    "manifests",
+    "examples",
+    "cases",
+    "sent-prefix",
+    "plugin",
+    "webhook",
+    "fixtures",
+  ];
   for (let i = 0; i < argv.length; i += 2) {
     const key = argv[i].replace(/^--/, "");
     if (!known.includes(key) || argv[i + 1] === undefined) {
       throw new Error(
-        `usage: validate.mjs --manifests DIR --examples DIR --cases FILE ` +
+        `usage: validate.mjs --manifests DIR --examples DIR --cases FILE --sent-prefix PREFIX ` +
           `[--plugin BIN --webhook BIN --fixtures DIR] (got ${argv[i]})`,
       );
     }
-    args[key] = resolve(argv[i + 1]);
+    args[key] = key === "sent-prefix" ? argv[i + 1] : resolve(argv[i + 1]);
   }
-  for (const key of ["manifests", "examples", "cases"]) {
+  for (const key of ["manifests", "examples", "cases", "sent-prefix"]) {
     if (!args[key]) throw new Error(`missing --${key}`);
   }
   const programs = ["plugin", "webhook", "fixtures"].filter((k) => args[k]);
@@ -444,6 +452,37 @@ function wouldSend(conditions, pod) {
   return { send, errors };
 }
 
+// The webhook's built-in copy of the resource rule (kSentResourcePrefix in
+// common/webhook_policy.h, which it reports policy resources against) must be what the rendered
+// conditions test: every startsWith() literal is that prefix, and the rule sends a pod asking for
+// a resource under it and none asking for one outside it.
+function sentPrefixProblems(conditions, prefix) {
+  const problems = [];
+  const literals = conditions.flatMap((c) =>
+    [...c.expression.matchAll(/startsWith\('([^']*)'\)/g)].map((m) => m[1]),
+  );
+  if (literals.length === 0) problems.push("no startsWith() in the matchConditions");
+  for (const literal of literals) {
+    if (literal !== prefix) problems.push(`startsWith('${literal}'), the webhook's copy is '${prefix}'`);
+  }
+  const pod = (resource) => ({
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name: "prefix-probe" },
+    spec: { containers: [{ name: "c", image: "busybox", resources: { limits: { [resource]: "1" } } }] },
+  });
+  for (const [resource, expected] of [
+    [`${prefix}any-pool`, true],
+    ["example.com/hca", false],
+  ]) {
+    const { send, errors } = wouldSend(conditions, pod(resource));
+    problems.push(...errors);
+    if (errors.length === 0 && send !== expected)
+      problems.push(`a pod asking for ${resource} is ${send ? "" : "not "}sent`);
+  }
+  return problems;
+}
+
 // ---- the programs, started as the manifests start them --------------------------------------
 
 // The container's view of the host for the device plugin: the fixture node instead of the
@@ -794,6 +833,12 @@ async function main() {
         compiled.problems,
       );
       mwcConditions = compiled.conditions;
+    }
+    if (mwc) {
+      check(
+        `${label}: matchConditions send the resources under '${args["sent-prefix"]}', as the webhook assumes`,
+        sentPrefixProblems(compileConditions(mwc).conditions, args["sent-prefix"]),
+      );
     }
   }
   if (!mwcConditions || mwcConditions.length === 0) {
