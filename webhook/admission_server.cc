@@ -5,7 +5,11 @@
 #include <sys/socket.h>
 
 #include <cerrno>
+#include <condition_variable>
 #include <cstdlib>
+#include <deque>
+#include <mutex>
+#include <thread>
 #include <vector>
 
 #include "common/strings.h"
@@ -18,26 +22,73 @@ constexpr const char* kText = "text/plain";
 using Connections = AdmissionServer::Connections;
 using Deadline = std::chrono::steady_clock::time_point;
 
-// httplib's ThreadPool, counting connections from accept to close: each job is one connection.
-class CountingThreadPool final : public httplib::TaskQueue {
+// cpp-httplib runs each connection as one job that holds its thread for the connection's whole
+// keep-alive life. A thread starts when a connection finds none free, up to `max_threads`, and
+// then stays: no thread start per request burst, and no threads at rest for connections that
+// never come. Connections beyond the cap wait for a free thread.
+class ConnectionThreads final : public httplib::TaskQueue {
 public:
-  CountingThreadPool(size_t threads, std::shared_ptr<Connections> connections)
-      : pool_(threads), connections_(std::move(connections)) {}
+  ConnectionThreads(size_t max_threads, std::shared_ptr<Connections> connections)
+      : max_threads_(max_threads), connections_(std::move(connections)) {}
+  ~ConnectionThreads() override { shutdown(); }
+  ConnectionThreads(const ConnectionThreads&) = delete;
+  ConnectionThreads& operator=(const ConnectionThreads&) = delete;
+
   void enqueue(std::function<void()> fn) override {
+    std::lock_guard<std::mutex> lock(mutex_);
     ++connections_->open;
-    pool_.enqueue([fn = std::move(fn), connections = connections_] {
-      fn();
-      --connections->open;
-    });
+    jobs_.push_back(std::move(fn));
+    if (jobs_.size() > idle_ && threads_.size() < max_threads_) {
+      threads_.emplace_back([this] { work(); });
+    } else {
+      ready_.notify_one();
+    }
   }
-  void shutdown() override { pool_.shutdown(); }
+
+  // Serves the connections already accepted, then joins every thread.
+  void shutdown() override {
+    std::vector<std::thread> threads;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+      threads.swap(threads_);
+    }
+    ready_.notify_all();
+    for (std::thread& thread : threads) {
+      thread.join();
+    }
+  }
 
 private:
-  httplib::ThreadPool pool_;
+  void work() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      ++idle_;
+      ready_.wait(lock, [this] { return !jobs_.empty() || stopping_; });
+      --idle_;
+      if (jobs_.empty()) {
+        return;
+      }
+      std::function<void()> job = std::move(jobs_.front());
+      jobs_.pop_front();
+      lock.unlock();
+      job();
+      --connections_->open;
+      lock.lock();
+    }
+  }
+
+  const size_t max_threads_;
   std::shared_ptr<Connections> connections_;
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<std::function<void()>> jobs_;
+  std::vector<std::thread> threads_;
+  size_t idle_ = 0;
+  bool stopping_ = false;
 };
 
-// A connection lives on one pool thread from accept to close, so its request deadline can be the
+// A connection lives on one thread from accept to close, so its request deadline can be the
 // thread's own: set when its handshake starts and after each answer, checked before each read
 // from its socket (a trickle of bytes, however split into TLS records, reads again and again).
 thread_local Deadline request_deadline;
@@ -99,12 +150,15 @@ AdmissionServer::AdmissionServer(ServerOptions options, CertificateStore& certif
       std::chrono::duration_cast<std::chrono::milliseconds>(options_.keep_alive_timeout) +
       options_.request_timeout;
   server_ = std::make_unique<httplib::SSLServer>([this](SSL_CTX& ctx) {
+    // A connection waiting for its next request gives its read and write buffers (about 34 KiB)
+    // back: held connections would otherwise keep them for nothing (docs/webhook.md).
+    SSL_CTX_set_mode(&ctx, SSL_MODE_RELEASE_BUFFERS);
     SSL_CTX_set_app_data(&ctx, connections_.get());
     SSL_CTX_set_info_callback(&ctx, onHandshakeStart);
     return certificates_.configure(ctx);
   });
   server_->new_task_queue = [this] {
-    return new CountingThreadPool(options_.max_connections, connections_);
+    return new ConnectionThreads(options_.max_connections, connections_);
   };
   server_->set_read_timeout(options_.read_timeout);
   server_->set_write_timeout(options_.write_timeout);

@@ -26,8 +26,8 @@ namespace kube_rdma {
 struct ServerOptions {
   std::string host = "0.0.0.0";
   int port = 8443; // 0: any free port (tests)
-  // cpp-httplib serves each connection on one thread for its whole keep-alive life: this many
-  // threads, so this many connections are served at once; more wait for a free thread.
+  // cpp-httplib serves each connection on one thread for its whole keep-alive life: threads grow
+  // to this many as connections come, so this many are served at once; more wait for a thread.
   size_t max_connections = 1024;
   // cpp-httplib listens with a backlog of 5: a burst of new connections has SYNs dropped and
   // waits a second or more for the retry. Raised after bind (the kernel caps it at somaxconn).
