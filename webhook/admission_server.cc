@@ -1,28 +1,130 @@
 #include "webhook/admission_server.h"
 
+#include <openssl/bio.h>
 #include <poll.h>
 #include <sys/socket.h>
 
-#include <algorithm>
 #include <cerrno>
+#include <condition_variable>
 #include <cstdlib>
-#include <set>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <vector>
 
-#include "webhook/held_writes.h"
+#include "common/strings.h"
 
 namespace kube_rdma {
 namespace {
 
 constexpr const char* kText = "text/plain";
 
+using Connections = AdmissionServer::Connections;
+using Deadline = std::chrono::steady_clock::time_point;
+
+// cpp-httplib runs each connection as one job that holds its thread for the connection's whole
+// keep-alive life. A thread starts when a connection finds none free, up to `max_threads`, and
+// then stays: no thread start per request burst, and no threads at rest for connections that
+// never come. Connections beyond the cap wait for a free thread.
+class ConnectionThreads final : public httplib::TaskQueue {
+public:
+  ConnectionThreads(size_t max_threads, std::shared_ptr<Connections> connections)
+      : max_threads_(max_threads), connections_(std::move(connections)) {}
+  ~ConnectionThreads() override { shutdown(); }
+  ConnectionThreads(const ConnectionThreads&) = delete;
+  ConnectionThreads& operator=(const ConnectionThreads&) = delete;
+
+  void enqueue(std::function<void()> fn) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++connections_->open;
+    jobs_.push_back(std::move(fn));
+    if (jobs_.size() > idle_ && threads_.size() < max_threads_) {
+      threads_.emplace_back([this] { work(); });
+    } else {
+      ready_.notify_one();
+    }
+  }
+
+  // Serves the connections already accepted, then joins every thread.
+  void shutdown() override {
+    std::vector<std::thread> threads;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+      threads.swap(threads_);
+    }
+    ready_.notify_all();
+    for (std::thread& thread : threads) {
+      thread.join();
+    }
+  }
+
+private:
+  void work() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      ++idle_;
+      ready_.wait(lock, [this] { return !jobs_.empty() || stopping_; });
+      --idle_;
+      if (jobs_.empty()) {
+        return;
+      }
+      std::function<void()> job = std::move(jobs_.front());
+      jobs_.pop_front();
+      lock.unlock();
+      job();
+      --connections_->open;
+      lock.lock();
+    }
+  }
+
+  const size_t max_threads_;
+  std::shared_ptr<Connections> connections_;
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<std::function<void()>> jobs_;
+  std::vector<std::thread> threads_;
+  size_t idle_ = 0;
+  bool stopping_ = false;
+};
+
+// A connection lives on one thread from accept to close, so its request deadline can be the
+// thread's own: set when its handshake starts and after each answer, checked before each read
+// from its socket (a trickle of bytes, however split into TLS records, reads again and again).
+thread_local Deadline request_deadline;
+
+long checkDeadline(BIO* bio, int oper, const char*, size_t, int, long, int ret, size_t*) {
+  if (oper == BIO_CB_READ && std::chrono::steady_clock::now() > request_deadline) {
+    ++reinterpret_cast<Connections*>(BIO_get_callback_arg(bio))->cut;
+    request_deadline = Deadline::max();
+    // Both directions: this read and any write fail, and httplib closes the connection.
+    ::shutdown(static_cast<int>(BIO_get_fd(bio, nullptr)), SHUT_RDWR);
+  }
+  return ret;
+}
+
+void onHandshakeStart(const SSL* ssl, int where, int) {
+  BIO* bio = SSL_get_rbio(ssl);
+  // TLS 1.3 reports post-handshake messages as handshake starts too: only the first counts.
+  if ((where & SSL_CB_HANDSHAKE_START) == 0 || bio == nullptr ||
+      BIO_get_callback_ex(bio) == checkDeadline) {
+    return;
+  }
+  auto* connections = static_cast<Connections*>(SSL_CTX_get_app_data(SSL_get_SSL_CTX(ssl)));
+  request_deadline = std::chrono::steady_clock::now() + connections->limit;
+  BIO_set_callback_arg(bio, reinterpret_cast<char*>(connections));
+  BIO_set_callback_ex(bio, checkDeadline);
+}
+
 // Half-closes `fd` and discards what the client still sends until it closes or `linger` passes:
 // closing a socket with unread bytes makes the kernel send a reset, and a client still writing
 // its body could lose the answer already sent.
-void lingeringClose(int fd, std::chrono::milliseconds linger, const Clock& clock) {
+void lingeringClose(int fd, std::chrono::milliseconds linger) {
   ::shutdown(fd, SHUT_WR);
   char discard[16384];
-  const auto end = clock.now() + linger;
-  for (auto now = clock.now(); now < end; now = clock.now()) {
+  const Deadline end = std::chrono::steady_clock::now() + linger;
+  for (auto now = std::chrono::steady_clock::now(); now < end;
+       now = std::chrono::steady_clock::now()) {
     pollfd readable{fd, POLLIN, 0};
     const auto left = std::chrono::ceil<std::chrono::milliseconds>(end - now);
     if (::poll(&readable, 1, static_cast<int>(left.count())) <= 0) {
@@ -35,22 +137,6 @@ void lingeringClose(int fd, std::chrono::milliseconds linger, const Clock& clock
   }
 }
 
-int socketOf(const httplib::Request& request) {
-  return request.ssl != nullptr ? SSL_get_fd(request.ssl) : -1;
-}
-
-std::string joined(const std::vector<std::string>& items) {
-  std::string out;
-  for (const std::string& item : items) {
-    out += (out.empty() ? "" : "; ") + item;
-  }
-  return out;
-}
-
-std::string joined(const std::set<std::string>& items) {
-  return joined(std::vector<std::string>(items.begin(), items.end()));
-}
-
 } // namespace
 
 AdmissionServer::AdmissionServer(ServerOptions options, CertificateStore& certificates,
@@ -59,21 +145,20 @@ AdmissionServer::AdmissionServer(ServerOptions options, CertificateStore& certif
                                  Reviewer review)
     : options_(std::move(options)), certificates_(certificates), policies_(policies),
       registry_(registry), metrics_(metrics), clock_(std::move(clock)), logger_(logger),
-      review_(std::move(review)),
-      watchdog_(std::chrono::duration_cast<std::chrono::milliseconds>(options_.keep_alive_timeout) +
-                    options_.request_timeout,
-                clock_, logger_) {
+      review_(std::move(review)) {
+  connections_->limit =
+      std::chrono::duration_cast<std::chrono::milliseconds>(options_.keep_alive_timeout) +
+      options_.request_timeout;
   server_ = std::make_unique<httplib::SSLServer>([this](SSL_CTX& ctx) {
-    // An idle connection gives its read and write buffers (about 34 KiB) back: a thousand
-    // held connections would otherwise keep 34 MiB for nothing.
+    // A connection waiting for its next request gives its read and write buffers (about 34 KiB)
+    // back: held connections would otherwise keep them for nothing (docs/webhook.md).
     SSL_CTX_set_mode(&ctx, SSL_MODE_RELEASE_BUFFERS);
-    return certificates_.configure(ctx) && watchdog_.install(ctx);
+    SSL_CTX_set_app_data(&ctx, connections_.get());
+    SSL_CTX_set_info_callback(&ctx, onHandshakeStart);
+    return certificates_.configure(ctx);
   });
-  const TaskQueueLimits limits{options_.threads,
-                               std::max(options_.threads, options_.max_connections),
-                               options_.idle_thread_timeout};
-  server_->new_task_queue = [limits, stats = queue_stats_] {
-    return new ElasticTaskQueue(limits, stats);
+  server_->new_task_queue = [this] {
+    return new ConnectionThreads(options_.max_connections, connections_);
   };
   server_->set_read_timeout(options_.read_timeout);
   server_->set_write_timeout(options_.write_timeout);
@@ -123,22 +208,10 @@ void AdmissionServer::routes() {
         res.status = 500;
         res.set_content("internal error\n", kText);
       });
-  server_->set_post_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    watchdog_.answered(req.ssl);
+  server_->set_post_routing_handler([this](const httplib::Request&, httplib::Response& res) {
+    request_deadline = std::chrono::steady_clock::now() + connections_->limit;
     if (draining_) {
       res.set_header("Connection", "close");
-    }
-    // cpp-httplib writes the status line and headers, then the body: two SSL_writes. Held from
-    // here, just before the headers are written, they leave in one write() when the logger,
-    // which httplib calls after the body, releases them. The SSL is this connection's own.
-    if (req.ssl != nullptr) {
-      holdWrites(*const_cast<SSL*>(req.ssl));
-    }
-  });
-  server_->set_logger([](const httplib::Request& req, const httplib::Response&) {
-    if (req.ssl != nullptr && !releaseWrites(*req.ssl)) {
-      // Part of the answer is lost: end the connection rather than answer the next request.
-      ::shutdown(socketOf(req), SHUT_RDWR);
     }
   });
 }
@@ -178,23 +251,17 @@ void AdmissionServer::refuse(const httplib::Request& request, httplib::Response&
                              int status, const std::string& message) const {
   response.status = status;
   response.set_header("Connection", "close");
-  const SSL* ssl = request.ssl;
-  const int fd = socketOf(request);
+  const int fd = request.ssl != nullptr ? SSL_get_fd(request.ssl) : -1;
   const std::string text = message + "\n";
   const std::chrono::milliseconds linger = options_.refusal_linger;
-  response.set_content_provider(
-      text.size(), kText,
-      [text, ssl, fd, linger, clock = clock_](size_t offset, size_t, httplib::DataSink& sink) {
-        sink.write(text.data() + offset, text.size() - offset);
-        // The logger that releases the held answer runs only after this returns.
-        if (ssl != nullptr) {
-          releaseWrites(*ssl);
-        }
-        if (fd >= 0) {
-          lingeringClose(fd, linger, *clock);
-        }
-        return false;
-      });
+  response.set_content_provider(text.size(), kText,
+                                [text, fd, linger](size_t offset, size_t, httplib::DataSink& sink) {
+                                  sink.write(text.data() + offset, text.size() - offset);
+                                  if (fd >= 0) {
+                                    lingeringClose(fd, linger);
+                                  }
+                                  return false;
+                                });
 }
 
 void AdmissionServer::handleMutate(const httplib::Request& request, httplib::Response& response) {
@@ -218,11 +285,12 @@ void AdmissionServer::handleMutate(const httplib::Request& request, httplib::Res
   if (outcome.http_status != 200) {
     logger_.warn("bad admission request", {{"error", response.body}});
   } else if (!outcome.applied.empty() || !outcome.warnings.empty()) {
-    logger_.info("pod reviewed", {{"uid", outcome.uid},
-                                  {"pod", outcome.pod},
-                                  {"outcome", outcome.outcome},
-                                  {"applied", joined(outcome.applied)},
-                                  {"warnings", joined(outcome.warnings)}});
+    logger_.info("pod reviewed",
+                 {{"uid", outcome.uid},
+                  {"pod", outcome.pod},
+                  {"outcome", outcome.outcome},
+                  {"applied", joinStrings({outcome.applied.begin(), outcome.applied.end()}, "; ")},
+                  {"warnings", joinStrings(outcome.warnings, "; ")}});
   } else {
     logger_.debug("pod reviewed", {{"uid", outcome.uid},
                                    {"pod", outcome.pod},
@@ -251,10 +319,7 @@ Status AdmissionServer::bind() {
 }
 
 bool AdmissionServer::serve() {
-  watchdog_.start();
-  const bool served = server_->listen_after_bind();
-  watchdog_.stop();
-  return served;
+  return server_->listen_after_bind();
 }
 
 void AdmissionServer::beginDrain() {
@@ -277,7 +342,7 @@ bool AdmissionServer::ready(std::string& why) const {
   if (draining_) {
     missing.push_back("shutting down");
   }
-  why = joined(missing);
+  why = joinStrings(missing, "; ");
   return missing.empty();
 }
 
@@ -287,8 +352,7 @@ std::string AdmissionServer::renderMetrics() {
         std::chrono::duration<double>(pair->notAfter() - clock_->wallNow()).count());
   }
   metrics_.setPolicyGeneration(policies_.generation());
-  metrics_.setConnections({queue_stats_->threads, queue_stats_->busy, watchdog_.open(),
-                           queue_stats_->refused, watchdog_.cut()});
+  metrics_.setConnections(connections_->open, connections_->cut);
   return registry_.render();
 }
 

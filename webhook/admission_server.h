@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -14,28 +15,23 @@
 #include "common/metrics.h"
 #include "common/result.h"
 #include "webhook/certificate_store.h"
-#include "webhook/connection_watchdog.h"
-#include "webhook/elastic_task_queue.h"
 #include "webhook/policy_store.h"
 #include "webhook/review.h"
 #include "webhook/webhook_metrics.h"
 
 // The HTTPS side of rdma-webhook (cpp-httplib 0.11.4): POST /mutate, /healthz, /readyz, /metrics.
-// Transport only; what a review does is reviewAdmission().
+// Transport only; what a review does is reviewAdmission(). docs/webhook.md "Connections".
 namespace kube_rdma {
 
 struct ServerOptions {
   std::string host = "0.0.0.0";
   int port = 8443; // 0: any free port (tests)
-  // Each keep-alive connection holds one thread for its lifetime (cpp-httplib). `threads` stay
-  // (above what the API servers keep open: client-go keeps 25 idle connections per host); more
-  // are started up to `max_connections` and leave when idle; connections beyond are refused.
-  size_t threads = 64;
+  // cpp-httplib serves each connection on one thread for its whole keep-alive life: threads grow
+  // to this many as connections come, so this many are served at once; more wait for a thread.
   size_t max_connections = 1024;
   // cpp-httplib listens with a backlog of 5: a burst of new connections has SYNs dropped and
   // waits a second or more for the retry. Raised after bind (the kernel caps it at somaxconn).
   int listen_backlog = 1024;
-  std::chrono::milliseconds idle_thread_timeout{10000};
   // The API server caps requests at 3 MiB; twice that, like Istio.
   size_t max_body_bytes = size_t{6} * 1024 * 1024;
   // Below the MutatingWebhookConfiguration's timeoutSeconds (5 in manifests/).
@@ -43,17 +39,16 @@ struct ServerOptions {
   std::chrono::milliseconds write_timeout{3000};
   size_t keep_alive_max_count = 1000;
   std::chrono::seconds keep_alive_timeout{5};
-  // A request must arrive whole within this after the keep-alive wait (read_timeout alone
-  // restarts with every byte); a connection is cut after keep_alive_timeout + request_timeout
-  // without an answered request.
+  // read_timeout restarts with every byte, so a client sending a byte a second is never timed
+  // out by it; a connection that goes keep_alive_timeout + request_timeout without an answered
+  // request is cut at its next read.
   std::chrono::milliseconds request_timeout{5000};
   // After a refusal (411/413) the server half-closes and discards the unread body for at most
   // this long, so the client reads the answer rather than a reset.
   std::chrono::milliseconds refusal_linger{1000};
 };
 
-// What POST /mutate does with a body: reviewAdmission in the binary; the benchmark that measures
-// the server without a review passes its own.
+// What POST /mutate does with a body: reviewAdmission in the binary, a stand-in in tests.
 using Reviewer = std::function<ReviewOutcome(std::string_view body, const WebhookPolicy& policy)>;
 
 class AdmissionServer {
@@ -78,6 +73,14 @@ public:
   // The Prometheus text, with the certificate expiry computed now.
   std::string renderMetrics();
 
+  // Connections accepted and not yet closed (served or waiting for a thread), and connections
+  // cut by the request deadline; shared with the task queue and the TLS callbacks.
+  struct Connections {
+    std::atomic<size_t> open{0};
+    std::atomic<uint64_t> cut{0};
+    std::chrono::milliseconds limit{0};
+  };
+
 private:
   void routes();
   void handleMutate(const httplib::Request& request, httplib::Response& response);
@@ -95,9 +98,8 @@ private:
   ClockPtr clock_;
   Logger& logger_;
   Reviewer review_;
-  // Before server_: it must outlive every connection the server's SSL_CTX makes.
-  ConnectionWatchdog watchdog_;
-  std::shared_ptr<TaskQueueStats> queue_stats_ = std::make_shared<TaskQueueStats>();
+  // Before server_: connections of its SSL_CTX point at it.
+  std::shared_ptr<Connections> connections_ = std::make_shared<Connections>();
   std::unique_ptr<httplib::SSLServer> server_;
   int port_ = 0;
   int listen_fd_ = -1;

@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <sys/resource.h>
 
+#include <atomic>
 #include <iostream>
 #include <thread>
 
@@ -109,7 +110,6 @@ int run(const WebhookFlags& flags, Reviewer review) {
   ServerOptions options;
   options.host = flags.listen.host;
   options.port = flags.listen.port;
-  options.threads = flags.threads;
   options.max_connections = flags.max_connections;
   options.request_timeout = flags.request_timeout;
   AdmissionServer server(options, certificates, policies, registry, metrics,
@@ -135,19 +135,26 @@ int run(const WebhookFlags& flags, Reviewer review) {
     metrics_thread = std::thread([&metrics_server] { metrics_server.listen_after_bind(); });
   }
 
+  // Waits for SIGTERM or SIGINT, or for serve() to end on its own (it failed), which sends the
+  // thread a SIGTERM of its own so it never waits forever.
+  std::atomic<bool> served_out{false};
   std::thread signal_thread([&] {
     int signal = 0;
     sigwait(&signals, &signal);
-    logger.info("draining", {{"signal", std::to_string(signal)},
-                             {"delay_seconds", std::to_string(flags.shutdown_delay.count())}});
-    server.beginDrain();
-    std::this_thread::sleep_for(flags.shutdown_delay);
-    server.stop();
+    if (!served_out) {
+      logger.info("draining", {{"signal", std::to_string(signal)},
+                               {"delay_seconds", std::to_string(flags.shutdown_delay.count())}});
+      server.beginDrain();
+      std::this_thread::sleep_for(flags.shutdown_delay);
+      server.stop();
+    }
     metrics_server.stop();
   });
   logger.info("serving", {{"address", flags.listen.host + ":" + std::to_string(server.port())},
                           {"policy", flags.policy_file.empty() ? "defaults" : flags.policy_file}});
   const bool served = server.serve();
+  served_out = true;
+  pthread_kill(signal_thread.native_handle(), SIGTERM);
   signal_thread.join();
   if (metrics_thread.joinable()) {
     metrics_thread.join();

@@ -27,15 +27,9 @@ WebhookMetrics::WebhookMetrics(MetricsRegistry& registry)
                            "Certificate or key files rejected; the last good pair kept serving.")),
       certificate_expiry_(registry.gauge("rdma_webhook_certificate_expiry_seconds",
                                          "Seconds until the serving certificate expires.")),
-      connection_threads_(registry.gauge("rdma_webhook_connection_threads",
-                                         "Threads serving connections (one per open connection).")),
-      connection_threads_busy_(registry.gauge("rdma_webhook_connection_threads_busy",
-                                              "Connection threads holding a connection now.")),
-      open_connections_(registry.gauge("rdma_webhook_open_connections",
-                                       "TLS connections between handshake start and close.")),
-      connections_refused_(registry.counter(
-          "rdma_webhook_connections_refused_total",
-          "Connections closed at once because every thread up to the cap was busy.")),
+      open_connections_(
+          registry.gauge("rdma_webhook_open_connections",
+                         "Connections accepted and not closed, served or waiting for a thread.")),
       connections_cut_(
           registry.counter("rdma_webhook_connections_cut_total",
                            "Connections closed because no request finished within the deadline.")) {
@@ -60,13 +54,10 @@ Counter& WebhookMetrics::seriesOf(const Series& series, const char* family, cons
   return registry_.counter(family, help, {{label, value}});
 }
 
-void WebhookMetrics::setConnections(const ConnectionFigures& figures) {
-  connection_threads_.set(static_cast<double>(figures.threads));
-  connection_threads_busy_.set(static_cast<double>(figures.busy));
-  open_connections_.set(static_cast<double>(figures.open));
-  // The counts are kept by the connection code; the counters catch up to them.
-  connections_refused_.inc(static_cast<double>(figures.refused) - connections_refused_.value());
-  connections_cut_.inc(static_cast<double>(figures.cut) - connections_cut_.value());
+void WebhookMetrics::setConnections(size_t open, uint64_t cut) {
+  open_connections_.set(static_cast<double>(open));
+  // The count is kept by the connection code; the counter catches up to it.
+  connections_cut_.inc(static_cast<double>(cut) - connections_cut_.value());
 }
 
 void WebhookMetrics::recordReview(const ReviewOutcome& outcome,

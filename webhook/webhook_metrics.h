@@ -13,15 +13,6 @@
 // rdma-webhook's Prometheus series, all prefixed rdma_webhook_.
 namespace kube_rdma {
 
-// What the connection handling has done, read at each scrape.
-struct ConnectionFigures {
-  size_t threads = 0;   // connection threads running
-  size_t busy = 0;      // of those, serving a connection
-  size_t open = 0;      // TLS connections open
-  uint64_t refused = 0; // since start: no thread was free
-  uint64_t cut = 0;     // since start: no request finished in time
-};
-
 class WebhookMetrics {
 public:
   explicit WebhookMetrics(MetricsRegistry& registry);
@@ -35,7 +26,8 @@ public:
   void certificateReloadFailed() { certificate_reload_errors_.inc(); }
   // Seconds until the serving certificate expires (negative once expired); set at each scrape.
   void setCertificateExpiry(double seconds) { certificate_expiry_.set(seconds); }
-  void setConnections(const ConnectionFigures& figures);
+  // Connections open now, and cut since start because no request finished in time.
+  void setConnections(size_t open, uint64_t cut);
 
 private:
   // The series of a labelled family, found once: a registry lookup per review built a label map
@@ -52,10 +44,7 @@ private:
   Counter& policy_reload_errors_;
   Counter& certificate_reload_errors_;
   Gauge& certificate_expiry_;
-  Gauge& connection_threads_;
-  Gauge& connection_threads_busy_;
   Gauge& open_connections_;
-  Counter& connections_refused_;
   Counter& connections_cut_;
 };
 

@@ -40,7 +40,7 @@ protected:
     ServerOptions options;
     options.host = "127.0.0.1";
     options.port = 0;
-    options.threads = 2;
+    options.max_connections = 4;
     server_ = std::make_unique<AdmissionServer>(options, certificates_, policies_, registry_,
                                                 metrics_, std::make_shared<RealClock>(), logger_,
                                                 std::move(review));
