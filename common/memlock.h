@@ -9,8 +9,8 @@
 #include "common/result.h"
 
 // The locked-memory limit that kube-rdma-memlock-hook gives every RDMA container (docs/memlock.md),
-// and the OCI state the runtime hands the hook. Kept apart from the rest of common/ (no
-// libibverbs, no threads): the hook is a static binary.
+// and the OCI state the runtime hands the hook. In kube_rdma_base, which the static hook links:
+// no libibverbs here.
 namespace kube_rdma {
 
 struct MemlockLimit {
