@@ -228,6 +228,16 @@ PoolSpec readPool(ObjectReader& r) {
   return pool;
 }
 
+// An absolute host path the runtime can exec or append to; the hook's argument is one CDI string.
+void readHostPath(ObjectReader& r, const std::string& key, std::string& out) {
+  out = r.optional<std::string>(key, out);
+  if (out.empty() || out.front() != '/' || out.back() == '/') {
+    r.fail(key, "must be an absolute file path on the host, got \"" + out + "\"");
+  } else if (out.find_first_of(std::string_view("\n\r\0", 3)) != std::string::npos) {
+    r.fail(key, "must not contain a newline or NUL");
+  }
+}
+
 PoolSpec defaultPool(const std::string& resource_name, LinkLayer layer) {
   PoolSpec pool;
   pool.resource_name = resource_name;
@@ -253,6 +263,22 @@ PluginConfig defaultPluginConfig() {
   config.pools = {defaultPool("rdma/hca", LinkLayer::kInfiniBand),
                   defaultPool("rdma/shared", LinkLayer::kEthernet)};
   return config;
+}
+
+MemlockLimit readMemlockLimit(ObjectReader& r, const std::string& key, MemlockLimit fallback) {
+  const nlohmann::json* value = r.raw(key);
+  if (value == nullptr) {
+    return fallback;
+  }
+  if (value->is_string() && (*value == "unlimited" || *value == "off")) {
+    return *parseMemlockLimit(value->get<std::string>());
+  }
+  if (value->is_number_integer() && *value >= 0 && value->get<uint64_t>() >= kMinMemlockBytes) {
+    return MemlockLimit{MemlockLimit::Mode::kBytes, value->get<uint64_t>()};
+  }
+  r.fail(key, "expected \"unlimited\", \"off\" or an integer byte count of at least " +
+                  std::to_string(kMinMemlockBytes) + ", got " + describeJson(*value));
+  return fallback;
 }
 
 Status validateExtendedResourceName(const std::string& name) {
@@ -290,6 +316,9 @@ Result<PluginConfig> parsePluginConfig(const std::string& json_text) {
   config.resend_interval_seconds =
       static_cast<uint32_t>(root.optionalInt("resendIntervalSeconds", 1, 3600, 30));
   config.health_poll_ms = static_cast<uint32_t>(root.optionalInt("healthPollMs", 50, 10000, 500));
+  config.memlock.limit = readMemlockLimit(root, "memlock", config.memlock.limit);
+  readHostPath(root, "memlockHookPath", config.memlock.hook_path);
+  readHostPath(root, "memlockLogFile", config.memlock.log_file);
   if (root.has("pools")) {
     auto pools = root.objectArray("pools");
     if (pools.empty() && root.raw("pools")->is_array()) {

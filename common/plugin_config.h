@@ -7,6 +7,7 @@
 
 #include "common/device_model.h"
 #include "common/gid_selection.h"
+#include "common/memlock.h"
 #include "common/nccl_settings.h"
 #include "common/result.h"
 
@@ -60,10 +61,20 @@ struct PoolSpec {
   bool operator==(const PoolSpec&) const = default;
 };
 
+// The memlock hook the CDI specs name (docs/memlock.md). Paths are on the host, where the runtime
+// runs the hook; the DaemonSet's init container installs it there.
+struct MemlockHookConfig {
+  MemlockLimit limit; // kOff: no hook in the specs
+  std::string hook_path = "/var/lib/kube-rdma/bin/kube-rdma-memlock-hook";
+  std::string log_file = "/var/lib/kube-rdma/memlock-hook.log";
+  bool operator==(const MemlockHookConfig&) const = default;
+};
+
 struct PluginConfig {
   std::vector<PoolSpec> pools; // in order: a port belongs to the first pool that selects it
   uint32_t resend_interval_seconds = 30; // periodic ListAndWatch re-send
   uint32_t health_poll_ms = 500;         // port state re-read period
+  MemlockHookConfig memlock;             // CDI mode only
   bool operator==(const PluginConfig&) const = default;
 };
 
@@ -79,6 +90,12 @@ uint32_t sharedDeviceCount(const PoolSpec& pool, size_t hca_count);
 // shared with "auto" counts, management HCA and VFs left out, GID index "agreed", nccl.conf mounted
 // at /etc/nccl.conf.
 PluginConfig defaultPluginConfig();
+
+class ObjectReader;
+
+// Reads `key` of `r` as a memlock limit: "unlimited", "off" or an integer byte count of at least
+// kMinMemlockBytes; absent -> `fallback`. Shared with the DRA driver's RdmaConfig.
+MemlockLimit readMemlockLimit(ObjectReader& r, const std::string& key, MemlockLimit fallback);
 
 // Parses and validates the config text. "pools" absent means the default pools.
 Result<PluginConfig> parsePluginConfig(const std::string& json_text);

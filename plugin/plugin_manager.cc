@@ -158,6 +158,8 @@ Status PluginManager::applyConfig(const PluginConfig& config,
   for (auto& node_pool : wanted) {
     const std::string name = node_pool.spec.resource_name;
     keep.insert(name);
+    // Also for an unchanged pool: the spec carries the config's memlock settings too.
+    writeCdiSpec(node_pool, *topology);
     auto it = pools_.find(name);
     if (it != pools_.end() && it->second.manager->pool() == node_pool) {
       // Unchanged: keeps its socket, registration and streams; a new re-send interval applies to
@@ -176,7 +178,6 @@ Status PluginManager::applyConfig(const PluginConfig& config,
     Pool pool;
     pool.manager = std::make_shared<PoolResourceManager>(node_pool, flags_.cdi, state_);
     pool.manager->update(health);
-    writeCdiSpec(node_pool, *topology);
     if (auto status = serve(pool); !status) {
       return status;
     }
@@ -424,7 +425,8 @@ void PluginManager::writeCdiSpec(const NodePool& pool, const NodeTopology& topol
   std::error_code ec;
   std::filesystem::create_directories(flags_.cdi_dir, ec);
   const std::string path = cdiSpecPath(flags_.cdi_dir, pool.spec.resource_name);
-  if (auto status = writeFileAtomically(path, cdiSpecJson(pool, topology)); !status) {
+  if (auto status = writeFileAtomically(path, cdiSpecJson(pool, topology, config_.memlock));
+      !status) {
     logger_.warn("cannot write CDI spec", {{"path", path}, {"error", status.error().message}});
   }
 }

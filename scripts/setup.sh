@@ -2,8 +2,9 @@
 # Installs the Debian 12 packages kube-rdma builds and tests with, only those missing.
 # Idempotent and quiet when everything is there.
 #   setup.sh          what the build needs (the demo, the Dockerfile's build stage)
-#   setup.sh --tests  and Node.js with npm, on which the manifest validators run, and qemu for the
-#                     soft-RoCE VM test (scripts/test.sh)
+#   setup.sh --tests  and Node.js with npm, on which the manifest validators run, qemu for the
+#                     soft-RoCE VM test and podman with runc for the memlock hook test
+#                     (scripts/test.sh)
 #   setup.sh --all    and the benchmarks' load tools (wrk, nginx, curl)
 set -euo pipefail
 
@@ -18,8 +19,11 @@ packages=(
 # ip and rdma for the guest's netdevs and rxe devices, and rdma-core's ibv_devinfo as the
 # reference it compares discovery with.
 vm_packages=(qemu-system-x86 kmod iproute2 ibverbs-utils)
+# The memlock hook under a real OCI runtime (test/memlock/): podman with runc, reading the
+# plugin's CDI spec, on a busybox-static root filesystem.
+runtime_packages=(podman runc busybox-static)
 # llvm-symbolizer: sanitizer reports with function names, which the TSan suppressions match on.
-test_packages=(llvm "${vm_packages[@]}")
+test_packages=(llvm "${vm_packages[@]}" "${runtime_packages[@]}")
 with_node=
 case "${1:-}" in
   "") ;;

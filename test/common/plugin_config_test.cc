@@ -82,6 +82,25 @@ TEST(ParsePluginConfig, ReadsEveryKey) {
   EXPECT_FALSE(x.selector.link_layer.has_value());
 }
 
+TEST(ParsePluginConfig, MemlockDefaultsToUnlimitedWithTheHookUnderVarLibKubeRdma) {
+  const MemlockHookConfig m = defaultPluginConfig().memlock;
+  EXPECT_EQ(m.limit.mode, MemlockLimit::Mode::kUnlimited);
+  EXPECT_EQ(m.hook_path, "/var/lib/kube-rdma/bin/kube-rdma-memlock-hook");
+  EXPECT_EQ(m.log_file, "/var/lib/kube-rdma/memlock-hook.log");
+}
+
+TEST(ParsePluginConfig, MemlockTakesOffABytesCountAndOtherPaths) {
+  auto off = parse(R"({"memlock": "off"})");
+  ASSERT_TRUE(off.ok()) << off.error().message;
+  EXPECT_EQ(off->memlock.limit.mode, MemlockLimit::Mode::kOff);
+  auto bytes = parse(R"({"memlock": 68719476736, "memlockHookPath": "/opt/krdma/hook",
+                         "memlockLogFile": "/var/log/krdma-hook.log"})");
+  ASSERT_TRUE(bytes.ok()) << bytes.error().message;
+  EXPECT_EQ(bytes->memlock.limit, (MemlockLimit{MemlockLimit::Mode::kBytes, 68719476736}));
+  EXPECT_EQ(bytes->memlock.hook_path, "/opt/krdma/hook");
+  EXPECT_EQ(bytes->memlock.log_file, "/var/log/krdma-hook.log");
+}
+
 struct BadCase {
   std::string description;
   std::string document;
@@ -189,7 +208,20 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"not_json", R"({"pools":)", "config: invalid JSON"},
         BadCase{"duplicate_key", R"({"pools":[{"resourceName":"rdma/a","resourceName":"rdma/b"}]})",
                 R"(config: $.pools[0]: duplicate key "resourceName")"},
-        BadCase{"not_an_object", R"([])", "$: expected an object"}),
+        BadCase{"not_an_object", R"([])", "$: expected an object"},
+        BadCase{
+            "memlock_small", R"({"memlock":65535})",
+            R"($.memlock: expected "unlimited", "off" or an integer byte count of at least 65536, got 65535)"},
+        BadCase{
+            "memlock_string_count", R"({"memlock":"1048576"})",
+            R"($.memlock: expected "unlimited", "off" or an integer byte count of at least 65536, got "1048576")"},
+        BadCase{"memlock_negative", R"({"memlock":-1})", "$.memlock: expected"},
+        BadCase{"memlock_fraction", R"({"memlock":1048576.5})", "$.memlock: expected"},
+        BadCase{"memlock_case", R"({"memlock":"Unlimited"})", "$.memlock: expected"},
+        BadCase{"memlock_hook_relative", R"({"memlockHookPath":"bin/hook"})",
+                R"($.memlockHookPath: must be an absolute file path on the host, got "bin/hook")"},
+        BadCase{"memlock_log_newline", R"({"memlockLogFile":"/var/log/a\nb"})",
+                "$.memlockLogFile: must not contain a newline"}),
     [](const auto& info) { return info.param.description; });
 
 TEST(ParsePluginConfig, ReportsSeveralProblemsAtOnce) {

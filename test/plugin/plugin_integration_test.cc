@@ -302,6 +302,22 @@ TEST_F(PluginIntegrationTest, CdiSpecIsWrittenAndAllocateNamesTheCdiDevices) {
   EXPECT_EQ(answer->cdi_devices(0).name(), "kube-rdma.io/rdma_shared=mlx5_1");
 }
 
+TEST_F(PluginIntegrationTest, AMemlockOnlyReloadRewritesTheCdiSpec) {
+  const std::string cdi_dir = tmp_.path() + "/cdi";
+  const std::string spec_path = cdi_dir + "/kube-rdma.io-rdma_shared.json";
+  ConfigMapDir config(tmp_.sub("config"));
+  config.publish(R"({"memlock": "off"})");
+  startPlugin("a100-roce", {"--cdi", "--cdi-dir", cdi_dir, "--config", config.path()});
+  ASSERT_TRUE(waitForHealthy(kShared, 128));
+  EXPECT_EQ(readTestFile(spec_path).find("kube-rdma-memlock-hook"), std::string::npos);
+  // The pools are unchanged, so they keep serving; only the spec's hook changes.
+  config.publish(R"({"memlock": 1048576})");
+  EXPECT_TRUE(waitUntil(
+      [&] { return readTestFile(spec_path).find("--memlock=1048576") != std::string::npos; },
+      kDeadline))
+      << readTestFile(spec_path);
+}
+
 // The kubelet's plugin watcher, played by hand: it finds the socket in plugins_registry, asks
 // GetInfo, reports the registration, then uses the endpoint as a device plugin.
 TEST_F(PluginIntegrationTest, ServesThePluginWatcherWhenTheRegistryDirectoryExists) {

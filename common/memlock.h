@@ -1,0 +1,45 @@
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "common/result.h"
+
+// The locked-memory limit that kube-rdma-memlock-hook gives every RDMA container (docs/memlock.md),
+// and the OCI state the runtime hands the hook. In kube_rdma_base, which the static hook links:
+// no libibverbs here.
+namespace kube_rdma {
+
+struct MemlockLimit {
+  enum class Mode {
+    kOff,       // no hook in the CDI spec: the runtime's RLIMIT_MEMLOCK stays
+    kUnlimited, // RLIM_INFINITY
+    kBytes,
+  };
+  Mode mode = Mode::kUnlimited;
+  uint64_t bytes = 0; // kBytes only
+  bool operator==(const MemlockLimit&) const = default;
+};
+
+// Below this a byte count is surely a typo (64 KiB is the kernel's own default).
+constexpr uint64_t kMinMemlockBytes = 65536;
+
+// "unlimited", "off" or a decimal byte count of at least kMinMemlockBytes: the hook's --memlock.
+Result<MemlockLimit> parseMemlockLimit(std::string_view text);
+// The inverse: "unlimited", "off" or the byte count.
+std::string memlockLimitText(const MemlockLimit& limit);
+
+// What the hook needs of an OCI state document (runtime-spec "State").
+struct OciState {
+  pid_t pid = 0;  // the container's process, in the hook's PID namespace
+  std::string id; // the container ID, for the log; may be empty
+};
+
+// A JSON object with a positive integer `pid`, else an error saying what the document lacks.
+// Never throws, whatever the text.
+Result<OciState> parseOciState(std::string_view state_json);
+
+} // namespace kube_rdma

@@ -1,0 +1,200 @@
+// kube-rdma-memlock-hook: the OCI hook (createRuntime) that raises RLIMIT_MEMLOCK of a
+// container's process before its program starts, so every process of the container, root or
+// not, may register RDMA memory (docs/memlock.md).
+//
+//   kube-rdma-memlock-hook [--memlock=unlimited|off|BYTES] [--log-file=PATH] < OCI-state-JSON
+//
+// It never stops a container from starting: whatever happens it exits 0. The runtime drops a
+// successful hook's stderr, so each run also appends one line to the log file.
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <sstream>
+#include <string>
+
+#include "common/log.h"
+#include "common/memlock.h"
+
+namespace kube_rdma {
+namespace {
+
+constexpr size_t kMaxStateBytes = 1 << 20; // a runtime's state is a few KiB
+constexpr off_t kMaxLogBytes = 1 << 20;    // then the log moves to PATH.1, replacing it
+constexpr auto kStdinTimeout = std::chrono::seconds(2);
+
+struct Options {
+  MemlockLimit limit;
+  std::string log_file; // empty: stderr only
+  std::string problem;  // a bad argument: nothing is changed
+};
+
+Options parseArgs(int argc, char** argv) {
+  Options options;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg.starts_with("--memlock=")) {
+      auto limit = parseMemlockLimit(arg.substr(std::strlen("--memlock=")));
+      if (limit.ok()) {
+        options.limit = *limit;
+      } else {
+        options.problem = "--memlock: " + limit.error().message;
+      }
+    } else if (arg.starts_with("--log-file=")) {
+      options.log_file = arg.substr(std::strlen("--log-file="));
+    } else {
+      options.problem = "unknown argument \"" + std::string(arg) + "\"";
+    }
+  }
+  return options;
+}
+
+// All of stdin, which the runtime closes after writing the state. An error when it is larger
+// than kMaxStateBytes or still open after kStdinTimeout (not run by a runtime).
+Result<std::string> readState() {
+  const auto deadline = std::chrono::steady_clock::now() + kStdinTimeout;
+  std::string text;
+  char buffer[65536];
+  while (true) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    pollfd in{STDIN_FILENO, POLLIN, 0};
+    const int ready = poll(&in, 1, static_cast<int>(std::max<int64_t>(left.count(), 0)));
+    if (ready < 0 && errno == EINTR) {
+      continue;
+    }
+    if (ready <= 0) {
+      return makeError(ready == 0 ? "stdin was not closed within 2 s"
+                                  : std::string("cannot wait for stdin: ") + std::strerror(errno));
+    }
+    const ssize_t n = read(STDIN_FILENO, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n < 0) {
+      return makeError(std::string("cannot read stdin: ") + std::strerror(errno));
+    }
+    if (n == 0) {
+      return text;
+    }
+    if (text.size() + static_cast<size_t>(n) > kMaxStateBytes) {
+      return makeError("the OCI state is larger than 1 MiB");
+    }
+    text.append(buffer, static_cast<size_t>(n));
+  }
+}
+
+std::string rlimitText(rlim_t value) {
+  return value == RLIM_INFINITY ? "unlimited" : std::to_string(value);
+}
+
+std::string change(rlim_t from, rlim_t to) {
+  return from == to ? rlimitText(from) : rlimitText(from) + "->" + rlimitText(to);
+}
+
+// Raises the soft limit (and the hard one where it is lower) to `limit`; never lowers either.
+void raiseMemlock(Logger& log, const OciState& state, const MemlockLimit& limit) {
+  const std::string pid = std::to_string(state.pid);
+  const rlim_t want = limit.mode == MemlockLimit::Mode::kBytes ? limit.bytes : RLIM_INFINITY;
+  rlimit old{};
+  if (prlimit(state.pid, RLIMIT_MEMLOCK, nullptr, &old) != 0) {
+    log.warn("cannot read the process's memlock limit, left alone",
+             {{"container", state.id}, {"pid", pid}, {"error", std::strerror(errno)}});
+    return;
+  }
+  if (old.rlim_cur >= want) {
+    log.info("memlock already high enough", {{"container", state.id},
+                                             {"pid", pid},
+                                             {"soft", rlimitText(old.rlim_cur)},
+                                             {"hard", rlimitText(old.rlim_max)}});
+    return;
+  }
+  rlimit raised{want, std::max(old.rlim_max, want)};
+  if (prlimit(state.pid, RLIMIT_MEMLOCK, &raised, nullptr) == 0) {
+    log.info("memlock raised", {{"container", state.id},
+                                {"pid", pid},
+                                {"soft", change(old.rlim_cur, raised.rlim_cur)},
+                                {"hard", change(old.rlim_max, raised.rlim_max)}});
+    return;
+  }
+  const int error = errno;
+  // Without CAP_SYS_RESOURCE a hard limit cannot go up, but the soft one can reach it.
+  raised = {old.rlim_max, old.rlim_max};
+  if (error != EPERM || prlimit(state.pid, RLIMIT_MEMLOCK, &raised, nullptr) != 0) {
+    log.warn("cannot raise memlock, left alone", {{"container", state.id},
+                                                  {"pid", pid},
+                                                  {"wanted", rlimitText(want)},
+                                                  {"error", std::strerror(error)}});
+    return;
+  }
+  log.warn("memlock raise above the hard limit refused (no CAP_SYS_RESOURCE): soft limit raised to "
+           "the hard limit",
+           {{"container", state.id},
+            {"pid", pid},
+            {"wanted", rlimitText(want)},
+            {"soft", change(old.rlim_cur, raised.rlim_cur)},
+            {"hard", rlimitText(old.rlim_max)}});
+}
+
+// Appends `line` to the log file, first moving a file of kMaxLogBytes or more to PATH.1.
+// Hooks of containers starting together append at once: each line is one write() of O_APPEND.
+void appendToLog(const std::string& path, const std::string& line) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) == 0 && st.st_size >= kMaxLogBytes) {
+    std::rename(path.c_str(), (path + ".1").c_str());
+  }
+  const int fd = open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0 || write(fd, line.data(), line.size()) != static_cast<ssize_t>(line.size())) {
+    const std::string message =
+        "kube-rdma-memlock-hook: cannot write " + path + ": " + std::strerror(errno) + "\n";
+    (void)!write(STDERR_FILENO, message.data(), message.size());
+  }
+  if (fd >= 0) {
+    close(fd);
+  }
+}
+
+void run(int argc, char** argv) {
+  const Options options = parseArgs(argc, argv);
+  std::ostringstream line;
+  Logger log(line);
+  if (!options.problem.empty()) {
+    log.error("bad argument, memlock left alone", {{"error", options.problem}});
+  } else if (auto text = readState(); !text.ok()) {
+    log.error("no OCI state, memlock left alone", {{"error", text.error().message}});
+  } else if (auto state = parseOciState(*text); !state.ok()) {
+    log.error("bad OCI state, memlock left alone", {{"error", state.error().message}});
+  } else if (options.limit.mode == MemlockLimit::Mode::kOff) {
+    log.info("memlock off, left alone", {{"container", state->id}});
+  } else {
+    raiseMemlock(log, *state, options.limit);
+  }
+  const std::string text = line.str();
+  (void)!write(STDERR_FILENO, text.data(), text.size());
+  if (!options.log_file.empty()) {
+    appendToLog(options.log_file, text);
+  }
+}
+
+} // namespace
+} // namespace kube_rdma
+
+int main(int argc, char** argv) {
+  // A closed stderr must not kill the hook: the runtime would fail the container.
+  std::signal(SIGPIPE, SIG_IGN);
+  try {
+    kube_rdma::run(argc, argv);
+  } catch (...) {
+    // Out of memory at worst; the container starts with the runtime's limit.
+  }
+  return 0;
+}
