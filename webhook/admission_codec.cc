@@ -2,8 +2,6 @@
 
 #include <openssl/evp.h>
 
-#include "webhook/json_text.h"
-
 namespace kube_rdma {
 namespace {
 
@@ -12,39 +10,52 @@ using nlohmann::json;
 constexpr const char* kV1 = "admission.k8s.io/v1";
 constexpr const char* kV1beta1 = "admission.k8s.io/v1beta1";
 
+// Thrown by the parser callback to stop at the first level too deep, before reading on.
+struct TooDeep {};
+
+Result<json> parseBody(std::string_view body) {
+  const json::parser_callback_t limit_depth = [](int depth, json::parse_event_t event, json&) {
+    if (depth >= kMaxJsonDepth &&
+        (event == json::parse_event_t::object_start || event == json::parse_event_t::array_start)) {
+      throw TooDeep{};
+    }
+    return true;
+  };
+  try {
+    return json::parse(body, limit_depth);
+  } catch (const TooDeep&) {
+    return makeError("body nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+  } catch (const json::parse_error& e) {
+    // The message names the position, then the reason, then the token read: the token can be a
+    // whole unterminated megabyte string, so it is left out.
+    std::string_view what = e.what();
+    what = what.substr(0, what.find("; last read"));
+    what = what.substr(what.find(": ") == std::string_view::npos ? 0 : what.find(": ") + 2);
+    const size_t offset = std::min<size_t>(e.byte == 0 ? 0 : e.byte - 1, body.size());
+    return makeError("body not JSON at offset " + std::to_string(offset) + " of " +
+                     std::to_string(body.size()) + ": " + std::string(what));
+  } catch (const json::exception& e) { // a number too large for a double, quoted whole: cut
+    return makeError("body not JSON: " + std::string(e.what()).substr(0, 120));
+  }
+}
+
 std::string stringField(const json& object, const char* key) {
   auto it = object.find(key);
   return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
-// Appends the base64 of `bytes` to `out`.
-void appendBase64(std::string_view bytes, std::string& out) {
-  const size_t at = out.size();
-  out.resize(at + 4 * ((bytes.size() + 2) / 3) + 1);
-  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data() + at),
+std::string base64(std::string_view bytes) {
+  std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');
+  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
                                 reinterpret_cast<const unsigned char*>(bytes.data()),
                                 static_cast<int>(bytes.size()));
-  out.resize(at + static_cast<size_t>(n));
+  out.resize(static_cast<size_t>(n));
+  return out;
 }
 
-// The patch as JSON text, in a buffer each thread reuses: texts of 1 KiB and more are the
-// allocations that make glibc consolidate its fast bins, one per review. Capacity past 64 KiB (a
-// patch of an unusually large pod) is given back.
-std::string_view patchText(const json& patch) {
-  thread_local std::string text;
-  constexpr size_t kKeptCapacity = size_t{64} * 1024;
-  if (text.capacity() > kKeptCapacity) {
-    std::string().swap(text);
-  }
-  text.clear();
-  appendJsonText(patch, text);
-  return text;
-}
-
-// A JSON string literal; invalid UTF-8 (a pod's strings echoed in a warning) is replaced instead
-// of throwing.
-std::string jsonString(const std::string& text) {
-  return json(text).dump(-1, ' ', false, json::error_handler_t::replace);
+// Invalid UTF-8 (a pod's strings echoed in a warning) is replaced instead of throwing.
+std::string text(const json& value) {
+  return value.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 std::string truncateWarning(const std::string& warning) {
@@ -61,24 +72,10 @@ std::string truncateWarning(const std::string& warning) {
 
 } // namespace
 
-AdmissionDecoder::AdmissionDecoder(const JsonFilter& object)
-    : review_({{"apiVersion", JsonFilter::whole()},
-               {"kind", JsonFilter::whole()},
-               {"request",
-                {{"uid", JsonFilter::whole()},
-                 {"operation", JsonFilter::whole()},
-                 {"kind", {{"group", JsonFilter::whole()}, {"kind", JsonFilter::whole()}}},
-                 {"subResource", JsonFilter::whole()},
-                 {"namespace", JsonFilter::whole()},
-                 {"name", JsonFilter::whole()},
-                 {"object", object}}}}) {}
-
-Result<AdmissionRequest> AdmissionDecoder::decode(std::string_view body) const {
-  // The depth limit holds for dropped parts too: a DOM of "[[[[..." costs ~75 bytes of heap per
-  // byte (6 MiB of it took 460 MiB), and a pod's JSON is a few dozen levels deep at most.
-  Result<json> parsed = parseFiltered(body, review_, kMaxJsonDepth);
+Result<AdmissionRequest> decodeAdmissionReview(std::string_view body) {
+  Result<json> parsed = parseBody(body);
   if (!parsed.ok()) {
-    return makeError("body " + parsed.error().message);
+    return parsed.error();
   }
   json& review = *parsed;
   if (!review.is_object()) {
@@ -121,34 +118,21 @@ Result<AdmissionRequest> AdmissionDecoder::decode(std::string_view body) const {
 }
 
 std::string encodeAdmissionReview(ReviewVersion version, const AdmissionResponse& response) {
-  // Written directly rather than as a DOM dump: the base64 patch is most of the reply and needs
-  // no escaping. Members in the order nlohmann's std::map gave them, so replies are unchanged.
+  json out = {{"allowed", true}, {"uid", response.uid}};
   // patchType only together with a non-empty patch: the API server rejects either alone.
-  const bool patched = response.patch.is_array() && !response.patch.empty();
-  const std::string_view text = patched ? patchText(response.patch) : std::string_view();
-  std::string out;
-  // One allocation for the reply when no string needs escaping: the base64 patch is most of it.
-  out.reserve(128 + 4 * ((text.size() + 2) / 3) + response.uid.size() +
-              response.warnings.size() * (kMaxWarningLength + 4));
-  out += R"({"apiVersion":")";
-  out += version == ReviewVersion::kV1 ? kV1 : kV1beta1;
-  out += R"(","kind":"AdmissionReview","response":{"allowed":true)";
-  if (patched) {
-    out += R"(,"patch":")";
-    appendBase64(text, out);
-    out += R"(","patchType":"JSONPatch")";
+  if (response.patch.is_array() && !response.patch.empty()) {
+    out["patch"] = base64(text(response.patch));
+    out["patchType"] = "JSONPatch";
   }
-  out += R"(,"uid":)";
-  out += jsonString(response.uid);
   if (!response.warnings.empty()) {
-    out += R"(,"warnings":[)";
-    for (size_t i = 0; i < response.warnings.size(); ++i) {
-      out += (i == 0 ? "" : ",") + jsonString(truncateWarning(response.warnings[i]));
+    json& warnings = out["warnings"] = json::array();
+    for (const std::string& warning : response.warnings) {
+      warnings.push_back(truncateWarning(warning));
     }
-    out += ']';
   }
-  out += "}}";
-  return out;
+  return text({{"apiVersion", version == ReviewVersion::kV1 ? kV1 : kV1beta1},
+               {"kind", "AdmissionReview"},
+               {"response", std::move(out)}});
 }
 
 } // namespace kube_rdma

@@ -7,7 +7,6 @@
 #include <nlohmann/json.hpp>
 
 #include "common/result.h"
-#include "webhook/json_filter.h"
 
 // AdmissionReview admission.k8s.io/v1 and v1beta1 on the wire. Decoding never throws: a body that
 // is not an AdmissionReview is an Error (the server answers 400 with its message).
@@ -18,8 +17,9 @@ enum class ReviewVersion { kV1, kV1beta1 };
 // The API server recommends at most 120 characters per warning; longer ones are cut.
 inline constexpr size_t kMaxWarningLength = 120;
 
-// Bodies nested deeper are refused before parsing (a pod is a few dozen levels deep at most).
-inline constexpr size_t kMaxJsonDepth = 100;
+// Bodies nested deeper are refused while parsing, at the first level too many (a pod is a few
+// dozen levels deep at most; a DOM of "[[[[..." costs ~75 bytes of heap per byte).
+inline constexpr int kMaxJsonDepth = 100;
 
 struct AdmissionRequest {
   ReviewVersion version = ReviewVersion::kV1;
@@ -30,20 +30,12 @@ struct AdmissionRequest {
   std::string sub_resource; // "" for the object itself
   std::string ns;           // request.namespace
   std::string name;         // request.name; "" for a pod named from generateName
-  nlohmann::json object;    // request.object as the decoder's filter keeps it; null if absent
+  nlohmann::json object;    // request.object; null if absent
 };
 
-// Decodes AdmissionReviews keeping of request.object only what `object` keeps (the rest of the
-// review is never read either): a pod's unread members are skipped while parsing.
-class AdmissionDecoder {
-public:
-  explicit AdmissionDecoder(const JsonFilter& object);
-
-  Result<AdmissionRequest> decode(std::string_view body) const;
-
-private:
-  JsonFilter review_;
-};
+// Errors: "body not JSON at byte N of M: ..." (syntax, invalid UTF-8, trailing bytes, a text
+// that ends early), "body nests deeper than 100 levels", or what is missing or wrong.
+Result<AdmissionRequest> decodeAdmissionReview(std::string_view body);
 
 struct AdmissionResponse {
   std::string uid;

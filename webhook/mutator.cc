@@ -7,7 +7,6 @@
 
 #include "common/shorthand.h"
 #include "common/strings.h"
-#include "webhook/json_text.h"
 
 namespace kube_rdma {
 namespace {
@@ -17,7 +16,6 @@ using nlohmann::json;
 constexpr const char* kShmPath = "/dev/shm";
 constexpr const char* kSocketIfname = "NCCL_SOCKET_IFNAME";
 
-// Keys are looked up as string_view: nlohmann's std::less<> finds them without a std::string.
 const json* member(const json& object, std::string_view key) {
   if (!object.is_object()) {
     return nullptr;
@@ -35,39 +33,17 @@ std::string_view stringMember(const json& object, std::string_view key) {
 }
 
 std::string inQuotes(std::string_view text) {
-  std::string out;
-  out.reserve(text.size() + 2);
-  out.append(1, '"').append(text).append(1, '"');
-  return out;
+  return "\"" + std::string(text) + "\"";
 }
 
-// An RFC 6902 operation, built in place (an initializer list would copy `value`).
-json operation(const char* op, std::string path, json value) {
-  json out = json::object();
-  json::object_t& members = out.get_ref<json::object_t&>();
-  members.emplace("op", op);
-  members.emplace("path", std::move(path));
-  members.emplace("value", std::move(value));
-  return out;
-}
-
-// An array member, created empty when absent, so appends never need a parent that is missing.
+// An array member, created empty when absent or null. Appending to any other shape throws
+// json::type_error: the pod is then left unchanged as malformed.
 json& arrayMember(json& object, const char* key) {
   json& value = object[key];
   if (value.is_null()) {
     value = json::array();
   }
   return value;
-}
-
-// Appending to a member that is neither absent, null nor an array fails as json::push_back does
-// (the pod is then left unchanged as malformed), at the moment the old in-place append failed.
-void requireAppendable(const json& container, const char* key) {
-  const json* value = member(container, key);
-  if (value != nullptr && !value->is_null() && !value->is_array()) {
-    throw json::type_error::create(
-        308, "cannot use push_back() with " + std::string(value->type_name()), value);
-  }
 }
 
 bool asksFor(const json& container, const std::string& resource) {
@@ -158,13 +134,6 @@ Result<ShorthandTarget> resolveShorthandTarget(const json& spec, const json& ann
   return ShorthandTarget{target, *request};
 }
 
-void addShorthandResource(json& container, const ShorthandRequest& request) {
-  const std::string count = std::to_string(request.count);
-  json& resources = container["resources"];
-  resources["limits"][request.resource] = count;
-  resources["requests"][request.resource] = count;
-}
-
 // Whether every node the pod may land on is guaranteed to carry label key=value.
 bool pinnedToLabel(const json& spec, const std::string& key, const std::string& value) {
   if (const json* selector = member(spec, "nodeSelector");
@@ -232,53 +201,30 @@ std::vector<PolicyEnvVar> envFor(const json& spec, const NodePoolProfile* profil
   return env;
 }
 
-// An RDMA container's changes. The arrays the webhook only appends to (env, volumeMounts) are
-// not copied: the new elements are kept apart and read together with the pod's. The members
-// edited in place (resources, securityContext) are copied, and only when they change.
-struct Slot {
-  std::string path; // JSON Pointer of the container
-  const json* original;
-  json edited = json::object(); // changed members only, whole
-  std::vector<json> env;        // appended to env
-  std::vector<json> mounts;     // appended to volumeMounts
-
-  std::string_view name() const { return stringMember(*original, "name"); }
-
-  // The first element of array member `list` (the pod's, then the appended ones) that `match`es.
-  template <typename Match> const json* findIf(std::string_view list, Match match) const {
-    if (const json* items = member(*original, list); items != nullptr && items->is_array()) {
-      if (auto it = std::find_if(items->begin(), items->end(), match); it != items->end()) {
-        return &*it;
-      }
-    }
-    const std::vector<json>& added = list == "env" ? env : mounts;
-    auto it = std::find_if(added.begin(), added.end(), match);
-    return it == added.end() ? nullptr : &*it;
+const json* envEntry(const json& container, std::string_view name) {
+  const json* env = member(container, "env");
+  if (env == nullptr || !env->is_array()) {
+    return nullptr;
   }
-
-  const json* envEntry(std::string_view var) const {
-    return findIf("env", [var](const json& e) { return stringMember(e, "name") == var; });
-  }
-};
+  auto it = std::find_if(env->begin(), env->end(),
+                         [name](const json& e) { return stringMember(e, "name") == name; });
+  return it == env->end() ? nullptr : &*it;
+}
 
 // The added names, in policy order.
-std::vector<std::string> addEnv(Slot& slot, const std::vector<PolicyEnvVar>& env) {
+std::vector<std::string> addEnv(json& container, const std::vector<PolicyEnvVar>& env) {
   std::vector<std::string> added;
   for (const PolicyEnvVar& var : env) {
-    if (slot.envEntry(var.name) == nullptr) {
-      requireAppendable(*slot.original, "env");
-      json entry = json::object();
-      entry.get_ref<json::object_t&>().emplace("name", var.name);
-      entry.get_ref<json::object_t&>().emplace("value", var.value);
-      slot.env.push_back(std::move(entry));
+    if (envEntry(container, var.name) == nullptr) {
+      arrayMember(container, "env").push_back({{"name", var.name}, {"value", var.value}});
       added.push_back(var.name);
     }
   }
   return added;
 }
 
-bool addIpcLock(Slot& slot) {
-  const json* context = member(*slot.original, "securityContext");
+bool addIpcLock(json& container) {
+  const json* context = member(container, "securityContext");
   if (context != nullptr && member(*context, "privileged") != nullptr &&
       (*context)["privileged"] == true) {
     return false;
@@ -294,11 +240,7 @@ bool addIpcLock(Slot& slot) {
       return false;
     }
   }
-  json& edited = slot.edited["securityContext"];
-  if (context != nullptr) {
-    edited = *context;
-  }
-  arrayMember(edited["capabilities"], "add").push_back("IPC_LOCK");
+  arrayMember(container["securityContext"]["capabilities"], "add").push_back("IPC_LOCK");
   return true;
 }
 
@@ -320,20 +262,16 @@ bool isOurShmVolume(const json& volume) {
 
 // The name of the shm volume to mount: ours if a previous pass added it, otherwise a name no
 // volume of the pod uses. Adds the volume when it is not there yet.
-std::string ensureShmVolume(json& volumes, const std::string& size_limit) {
+std::string ensureShmVolume(json& spec, const std::string& size_limit) {
+  json& volumes = arrayMember(spec, "volumes");
   for (int suffix = 0;; ++suffix) {
     std::string name =
         suffix == 0 ? kShmVolumeName : std::string(kShmVolumeName) + "-" + std::to_string(suffix);
     auto it = std::find_if(volumes.begin(), volumes.end(),
                            [&name](const json& v) { return stringMember(v, "name") == name; });
     if (it == volumes.end()) {
-      json empty_dir = json::object();
-      empty_dir.get_ref<json::object_t&>().emplace("medium", "Memory");
-      empty_dir.get_ref<json::object_t&>().emplace("sizeLimit", size_limit);
-      json volume = json::object();
-      volume.get_ref<json::object_t&>().emplace("name", name);
-      volume.get_ref<json::object_t&>().emplace("emptyDir", std::move(empty_dir));
-      volumes.push_back(std::move(volume));
+      volumes.push_back(
+          {{"name", name}, {"emptyDir", {{"medium", "Memory"}, {"sizeLimit", size_limit}}}});
       return name;
     }
     if (isOurShmVolume(*it)) {
@@ -370,32 +308,33 @@ std::optional<double> podMemoryLimit(const json& spec) {
 }
 
 // The sizeLimit of the memory volume mounted at /dev/shm in the container, if any.
-std::optional<std::string> shmSizeLimit(const json& volumes, const Slot& slot) {
-  std::optional<std::string> limit;
-  slot.findIf("volumeMounts", [&](const json& m) {
+std::optional<std::string> shmSizeLimit(const json& spec, const json& container) {
+  const json* mounts = member(container, "volumeMounts");
+  const json* volumes = member(spec, "volumes");
+  if (mounts == nullptr || !mounts->is_array() || volumes == nullptr || !volumes->is_array()) {
+    return std::nullopt;
+  }
+  for (const json& m : *mounts) {
     if (stringMember(m, "mountPath") != kShmPath) {
-      return false;
+      continue;
     }
-    for (const json& v : volumes) {
+    for (const json& v : *volumes) {
       if (stringMember(v, "name") == stringMember(m, "name") && isOurShmVolume(v)) {
-        const std::string_view size = stringMember(v["emptyDir"], "sizeLimit");
-        limit = size.empty() ? std::nullopt : std::optional<std::string>(size);
-        return true;
+        const std::string_view limit = stringMember(v["emptyDir"], "sizeLimit");
+        return limit.empty() ? std::nullopt : std::optional<std::string>(limit);
       }
     }
-    return false;
-  });
-  return limit;
+  }
+  return std::nullopt;
 }
 
-void warnAbout(const json& spec, const json& volumes, const std::vector<Slot>& slots,
-               std::vector<std::string>& out) {
-  for (const Slot& slot : slots) {
-    const std::string name = inQuotes(slot.name());
-    if (const json* e = slot.envEntry("NCCL_IB_DISABLE"); e && stringMember(*e, "value") == "1") {
+void warnAbout(const json& spec, const std::vector<json*>& rdma, std::vector<std::string>& out) {
+  for (const json* c : rdma) {
+    const std::string name = inQuotes(stringMember(*c, "name"));
+    if (const json* e = envEntry(*c, "NCCL_IB_DISABLE"); e && stringMember(*e, "value") == "1") {
       out.push_back("container " + name + " sets NCCL_IB_DISABLE=1: NCCL will not use RDMA");
     }
-    if (const json* e = slot.envEntry("NCCL_IB_HCA")) {
+    if (const json* e = envEntry(*c, "NCCL_IB_HCA")) {
       const std::string_view value = stringMember(*e, "value");
       const std::string_view list = value.starts_with('^') ? value.substr(1) : value;
       if (!list.empty() && list.front() != '=') {
@@ -405,8 +344,8 @@ void warnAbout(const json& spec, const json& volumes, const std::vector<Slot>& s
     }
   }
   const std::optional<double> memory = podMemoryLimit(spec);
-  for (const Slot& slot : slots) {
-    std::optional<std::string> limit = shmSizeLimit(volumes, slot);
+  for (const json* c : rdma) {
+    std::optional<std::string> limit = shmSizeLimit(spec, *c);
     Result<double> bytes = parseQuantity(limit.value_or(""));
     if (memory && bytes.ok() && *bytes > *memory) {
       out.push_back("/dev/shm sizeLimit " + *limit +
@@ -441,151 +380,95 @@ json mergeRecord(const json* previous, json record) {
   return record;
 }
 
-// json::diff(before, after, path) appended to `patch`. When `after` only appends to the array
-// `before` (what the webhook does to volumes) the result is known without json::diff's walk,
-// which builds a path string for every member of every equal element: one "add" at "/-" per new
-// element, exactly as json::diff writes them.
-void appendDiff(const json& before, json after, const std::string& path, json& patch) {
-  if (before.is_array() && after.is_array() && after.size() >= before.size() &&
-      std::equal(before.begin(), before.end(), after.begin())) {
-    for (size_t i = before.size(); i < after.size(); ++i) {
-      patch.push_back(operation("add", path + "/-", std::move(after[i])));
-    }
-    return;
-  }
-  for (json& op : json::diff(before, after, path)) {
-    patch.push_back(std::move(op));
-  }
-}
-
-// The operations json::diff gives for the array member `key` of `container` with `items`
-// appended: "/-" adds to an array, the whole array where there was none, a replace of a null.
-void appendArrayOps(const json& container, const char* key, std::vector<json> items,
-                    const std::string& path, json& patch) {
-  if (items.empty()) {
-    return;
-  }
-  const std::string member_path = path + "/" + key;
-  const json* before = member(container, key);
-  if (before != nullptr && before->is_array()) {
-    for (json& item : items) {
-      patch.push_back(operation("add", member_path + "/-", std::move(item)));
-    }
-    return;
-  }
-  json after(std::move(items));
-  if (before == nullptr) {
-    patch.push_back(operation("add", member_path, std::move(after)));
-  } else {
-    appendDiff(*before, std::move(after), member_path, patch);
-  }
-}
-
-// In json::diff's order of the container's members: env, resources, securityContext,
-// volumeMounts. The edited objects are diffed: json::diff adds missing members as whole values,
-// escapes keys with ~0/~1 and replaces only paths that exist.
-void appendContainerOps(Slot& slot, json& patch) {
-  appendArrayOps(*slot.original, "env", std::move(slot.env), slot.path, patch);
-  for (const char* key : {"resources", "securityContext"}) {
-    auto after = slot.edited.find(key);
-    const json* before = member(*slot.original, key);
-    if (after == slot.edited.end() || (before != nullptr && *before == *after)) {
-      continue;
-    }
-    const std::string member_path = slot.path + "/" + key;
-    if (before == nullptr) {
-      patch.push_back(operation("add", member_path, std::move(*after)));
-    } else {
-      appendDiff(*before, std::move(*after), member_path, patch);
-    }
-  }
-  appendArrayOps(*slot.original, "volumeMounts", std::move(slot.mounts), slot.path, patch);
-}
-
 MutationResult mutate(const json& pod, const std::string& request_namespace,
                       const WebhookPolicy& policy) {
   MutationResult result;
   const json* metadata = member(pod, "metadata");
-  const json* original_annotations = metadata ? member(*metadata, "annotations") : nullptr;
+  const json* annotations_in = metadata ? member(*metadata, "annotations") : nullptr;
   const json no_annotations = json::object();
-  const json& annotations_in = original_annotations ? *original_annotations : no_annotations;
+  const json& annotations_read = annotations_in ? *annotations_in : no_annotations;
   std::string ns(metadata ? stringMember(*metadata, "namespace") : std::string_view());
   if (ns.empty()) {
     ns = request_namespace;
   }
-  result.skipped = skipReason(annotations_in, ns, policy);
-  const json* original_spec = member(pod, "spec");
-  if (!result.skipped.empty() || original_spec == nullptr) {
+  result.skipped = skipReason(annotations_read, ns, policy);
+  const json* spec_in = member(pod, "spec");
+  if (!result.skipped.empty() || spec_in == nullptr) {
     return result;
   }
-
-  const json& spec = *original_spec; // read only: what changes is kept in the slots
-  Result<ShorthandTarget> shorthand = resolveShorthandTarget(spec, annotations_in, ns, policy);
+  Result<ShorthandTarget> shorthand =
+      resolveShorthandTarget(*spec_in, annotations_read, ns, policy);
   if (!shorthand.ok()) {
     result.skipped = "bad shorthand";
     result.warnings.push_back("pod left unchanged: " + shorthand.error().message);
     return result;
   }
 
-  // The RDMA containers; the rest of the pod (often most of it: managedFields, other
-  // containers) is never copied.
-  std::vector<Slot> slots;
-  json record = json::object();
+  // The RDMA containers by place, found before copying: most pods have none.
+  struct Place {
+    const char* list;
+    size_t index;
+    bool shorthand_target;
+  };
+  std::vector<Place> places;
   for (const char* list : {"initContainers", "containers"}) {
-    const json* items = member(spec, list);
+    const json* items = member(*spec_in, list);
     for (size_t i = 0; items != nullptr && items->is_array() && i < items->size(); ++i) {
       const json& c = (*items)[i];
       const bool target = &c == shorthand->container;
-      if (!target && rdmaResourceOf(c, policy) == nullptr) {
-        continue;
+      if (target || rdmaResourceOf(c, policy) != nullptr) {
+        places.push_back({list, i, target});
       }
-      Slot slot{"/spec/" + std::string(list) + "/" + std::to_string(i), &c, json::object(), {}, {}};
-      if (target) {
-        if (const json* resources = member(c, "resources")) {
-          slot.edited["resources"] = *resources;
-        }
-        addShorthandResource(slot.edited, shorthand->request);
-        result.applied.insert("resources");
-        record["containers"][std::string(slot.name())].push_back("resources");
-      }
-      slots.push_back(std::move(slot));
     }
   }
-  if (slots.empty()) {
+  if (places.empty()) {
     return result;
   }
 
-  const json* original_volumes = member(spec, "volumes");
-  json volumes = original_volumes != nullptr ? *original_volumes : json::array();
+  // The changes are made to a copy; the patch is the difference (json::diff adds missing members
+  // as whole values, appends with "/-", escapes keys and replaces only paths that exist).
+  json after = pod;
+  json& spec = after["spec"];
+  json& annotations = after["metadata"]["annotations"];
+  json record = json::object();
+  std::vector<json*> rdma;
+  for (const Place& place : places) {
+    json& c = spec[place.list][place.index];
+    rdma.push_back(&c);
+    if (place.shorthand_target) {
+      const std::string count = std::to_string(shorthand->request.count);
+      c["resources"]["limits"][shorthand->request.resource] = count;
+      c["resources"]["requests"][shorthand->request.resource] = count;
+      result.applied.insert("resources");
+      record["containers"][std::string(stringMember(c, "name"))].push_back("resources");
+    }
+  }
+
   const NodePoolProfile* profile = pickProfile(spec, policy);
   const std::vector<PolicyEnvVar> env = envFor(spec, profile, policy);
   const std::string size_limit =
       profile && profile->shm_size_limit ? *profile->shm_size_limit : policy.shm_size_limit;
-  for (Slot& slot : slots) {
-    const std::string name(slot.name());
+  for (json* c : rdma) {
+    const std::string name(stringMember(*c, "name"));
     json& items = record["containers"][name];
-    const json* env_from = member(*slot.original, "envFrom");
+    const json* env_from = member(*c, "envFrom");
     if (env_from != nullptr && env_from->is_array() && !env_from->empty() &&
         policy.env_from == EnvFromMode::kSkip) {
       result.warnings.push_back("container " + inQuotes(name) +
                                 " uses envFrom: policy env not added (envFrom: skip)");
     } else {
-      for (const std::string& added : addEnv(slot, env)) {
+      for (const std::string& added : addEnv(*c, env)) {
         result.applied.insert("env");
         items.push_back("env:" + added);
       }
     }
-    if (policy.ipc_lock && addIpcLock(slot)) {
+    if (policy.ipc_lock && addIpcLock(*c)) {
       result.applied.insert("ipc-lock");
       items.push_back("ipc-lock");
     }
-    if (policy.shm && !mountsShm(*slot.original)) {
-      const std::string volume = ensureShmVolume(volumes, size_limit);
-      requireAppendable(*slot.original, "volumeMounts");
-      json mount = json::object();
-      mount.get_ref<json::object_t&>().emplace("name", volume);
-      mount.get_ref<json::object_t&>().emplace("mountPath", kShmPath);
-      slot.mounts.push_back(std::move(mount));
+    if (policy.shm && !mountsShm(*c)) {
+      const std::string volume = ensureShmVolume(spec, size_limit);
+      arrayMember(*c, "volumeMounts").push_back({{"name", volume}, {"mountPath", kShmPath}});
       result.applied.insert("shm");
       items.push_back("shm");
       record["volume"] = volume;
@@ -594,82 +477,27 @@ MutationResult mutate(const json& pod, const std::string& request_namespace,
       record["containers"].erase(name);
     }
   }
-  // Only the annotations this pass sets: json::diff of the whole map gives nothing for the rest.
-  json annotations = json::object();
   for (const auto& [key, value] : policy.annotations) {
-    if (!annotations_in.contains(key)) {
+    if (!annotations_read.contains(key)) {
       annotations[key] = value;
       result.applied.insert("annotations");
       record["annotations"].push_back(key);
     }
   }
-  warnAbout(spec, volumes, slots, result.warnings);
+  warnAbout(spec, rdma, result.warnings);
   if (result.applied.empty()) {
     return result; // everything was there already: no patch, not even the record
   }
   if (profile != nullptr) {
     record["profile"] = profile->name;
   }
-  const json* previous_record = member(annotations_in, kInjectedAnnotation);
-  std::string record_text;
-  appendJsonText(mergeRecord(previous_record, std::move(record)), record_text);
-  annotations[kInjectedAnnotation] = std::move(record_text);
-
-  if (original_annotations == nullptr) {
-    result.patch.push_back(
-        metadata != nullptr ? operation("add", "/metadata/annotations", std::move(annotations))
-                            : operation("add", "/metadata",
-                                        json::object({{"annotations", std::move(annotations)}})));
-  } else if (original_annotations->is_object()) {
-    json before = json::object();
-    if (previous_record != nullptr) {
-      before[kInjectedAnnotation] = *previous_record;
-    }
-    appendDiff(before, std::move(annotations), "/metadata/annotations", result.patch);
-  } else {
-    // null, or a shape the API server never sends: set on a copy, as json would, and diff.
-    json whole = *original_annotations;
-    for (auto& [key, value] : annotations.items()) {
-      whole[key] = std::move(value);
-    }
-    appendDiff(*original_annotations, std::move(whole), "/metadata/annotations", result.patch);
-  }
-  for (Slot& slot : slots) {
-    appendContainerOps(slot, result.patch);
-  }
-  if (original_volumes != nullptr) {
-    appendDiff(*original_volumes, std::move(volumes), "/spec/volumes", result.patch);
-  } else if (!volumes.empty()) {
-    result.patch.push_back(operation("add", "/spec/volumes", std::move(volumes)));
-  }
+  annotations[kInjectedAnnotation] =
+      mergeRecord(member(annotations_read, kInjectedAnnotation), std::move(record)).dump();
+  result.patch = json::diff(pod, after);
   return result;
 }
 
 } // namespace
-
-const JsonFilter& podMembersRead() {
-  static const JsonFilter pod = [] {
-    const JsonFilter all = JsonFilter::whole();
-    const JsonFilter container = {{"name", all},
-                                  {"env", all},
-                                  {"envFrom", all},
-                                  {"resources", all},
-                                  {"securityContext", all},
-                                  {"volumeMounts", all},
-                                  {"restartPolicy", all}};
-    const JsonFilter node_affinity = {{"requiredDuringSchedulingIgnoredDuringExecution",
-                                       {{"nodeSelectorTerms", {{"matchExpressions", all}}}}}};
-    return JsonFilter{{"metadata", {{"namespace", all}, {"annotations", all}}},
-                      {"spec",
-                       {{"containers", container},
-                        {"initContainers", container},
-                        {"volumes", {{"name", all}, {"emptyDir", all}}},
-                        {"hostNetwork", all},
-                        {"nodeSelector", all},
-                        {"affinity", {{"nodeAffinity", node_affinity}}}}}};
-  }();
-  return pod;
-}
 
 MutationResult mutatePod(const json& pod, const std::string& request_namespace,
                          const WebhookPolicy& policy) {

@@ -7,7 +7,6 @@
 #include <nlohmann/json.hpp>
 
 #include "common/webhook_policy.h"
-#include "webhook/json_filter.h"
 
 // The pure core of rdma-webhook: a pod and the policy in, an RFC 6902 patch and warnings out.
 // No I/O, no clock, no globals; the same input always gives the same output.
@@ -32,12 +31,6 @@ struct MutationResult {
   // otherwise, including for pods that asked for no RDMA.
   std::string skipped;
 };
-
-// The members of a pod mutatePod reads (metadata namespace and annotations; the containers'
-// names, env, envFrom, resources, securityContext, volumeMounts, restartPolicy; volumes' names and
-// emptyDir; hostNetwork, nodeSelector, required node affinity). A pod filtered with it gets the
-// same result as the whole pod.
-const JsonFilter& podMembersRead();
 
 // Applies `policy` to `pod` (the AdmissionReview's request.object). `request_namespace` is used
 // when the pod's metadata has no namespace (controllers create pods without one). Never throws:

@@ -9,9 +9,7 @@ namespace kube_rdma {
 
 ReviewOutcome reviewAdmission(std::string_view body, const WebhookPolicy& policy) {
   ReviewOutcome outcome;
-  // Only what the mutator reads of the pod is parsed into nodes.
-  static const AdmissionDecoder decoder(podMembersRead());
-  Result<AdmissionRequest> request = decoder.decode(body);
+  Result<AdmissionRequest> request = decodeAdmissionReview(body);
   if (!request.ok()) {
     outcome.http_status = 400;
     outcome.outcome = "bad_request";

@@ -9,7 +9,6 @@
 #include <set>
 #include <sstream>
 
-#include "test/webhook/mutator_test_support.h"
 #include "webhook/mutator.h"
 
 namespace kube_rdma {
@@ -83,7 +82,6 @@ TEST_P(MutatorGolden, PatchAppliesMatchesExpectedAndIsIdempotent) {
 
   MutationResult result = mutatePod(pod, "training", policy);
   expectOpsTargetExistingPaths(pod, result.patch);
-  EXPECT_EQ(test_support::differenceWhenFiltered(pod, "training", policy, result), "");
   json patched;
   ASSERT_NO_THROW(patched = pod.patch(result.patch)) << result.patch.dump(2);
 

@@ -5,8 +5,6 @@
 
 #include <random>
 
-#include "test/webhook/mutator_test_support.h"
-#include "webhook/json_text.h"
 #include "webhook/mutator.h"
 
 namespace kube_rdma {
@@ -240,25 +238,6 @@ bool ipcLockSettled(const json& container) {
   return false;
 }
 
-// Members the mutator never reads, as real pods carry them (large ones: managedFields, status,
-// command lines, probes), in every object it reads around them.
-void addUnreadMembers(json& pod) {
-  pod["metadata"]["labels"] = {{"app", "train"}, {"pool", "a100"}};
-  pod["metadata"]["managedFields"] = json::array(
-      {{{"manager", "training-operator"}, {"fieldsV1", {{"f:spec", {{"f:containers", {}}}}}}}});
-  pod["status"] = {{"phase", "Pending"}, {"conditions", json::array({{{"type", "Ready"}}})}};
-  pod["spec"]["tolerations"] = json::array({{{"key", "nvidia.com/gpu"}, {"operator", "Exists"}}});
-  for (const char* list : {"initContainers", "containers"}) {
-    if (!pod["spec"].contains(list)) {
-      continue;
-    }
-    for (json& c : pod["spec"][list]) {
-      c["command"] = json::array({"torchrun", "--nproc-per-node=8", std::string(300, 'x')});
-      c["livenessProbe"] = {{"exec", {{"command", json::array({"true"})}}}};
-    }
-  }
-}
-
 std::vector<WebhookPolicy> policies() {
   WebhookPolicy plain = defaultWebhookPolicy();
   WebhookPolicy rich = defaultWebhookPolicy();
@@ -281,21 +260,6 @@ TEST(MutatorProperty, HoldsForThousandsOfGeneratedPods) {
     const json pod = generator.pod();
     SCOPED_TRACE("pod " + std::to_string(i) + ": " + pod.dump());
     const MutationResult result = mutatePod(pod, "training", policy);
-
-    // Every 4th pod, with unread members added, decoded as a review does (this check on every
-    // pod doubled the test's time under ASan).
-    if (i % 4 == 0) {
-      json bulky = pod;
-      addUnreadMembers(bulky);
-      ASSERT_EQ(test_support::differenceWhenFiltered(bulky, "training", policy,
-                                                     mutatePod(bulky, "training", policy)),
-                "");
-    }
-
-    // The reply's patch text is appendJsonText's, which must be dump()'s.
-    std::string text;
-    appendJsonText(result.patch, text);
-    ASSERT_EQ(text, result.patch.dump());
 
     for (const json& op : result.patch) {
       ASSERT_TRUE(op["op"] == "add" || op["op"] == "replace") << op.dump();
