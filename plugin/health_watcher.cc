@@ -110,7 +110,6 @@ void HealthWatcher::run() {
   std::shared_ptr<const NodeTopology> last_known;
   std::vector<PortStateSample> last_samples;
   std::set<std::string> last_uverbs;
-  PortStateReader reader(sysfs_root_);
   auto last_sample = std::chrono::steady_clock::now();
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {
@@ -133,9 +132,8 @@ void HealthWatcher::run() {
     }
     if (listRdmaDeviceNames(sysfs_root_) != names) {
       on_device_set_changed_();
-      reader.reset(); // held files of a moved-away device would still read
     }
-    auto samples = reader.read(*known);
+    auto samples = readPortStates(sysfs_root_, *known);
     auto uverbs = presentUverbs(*known, dev_root_);
     // Idle nodes change nothing: no copy of the topology, no work in the pools.
     if (known != last_known || !sameSamples(samples, last_samples) || uverbs != last_uverbs) {
