@@ -1,6 +1,7 @@
 #include "plugin/metrics_server.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <chrono>
 #include <thread>
@@ -23,6 +24,12 @@ Result<std::unique_ptr<MetricsServer>> MetricsServer::start(const std::string& a
     return makeError("--metrics-address: " + listen.error().message);
   }
   auto impl = std::make_unique<Impl>();
+  // httplib's default adds SO_REUSEPORT, which would let a second plugin (or anything else)
+  // share the port and take half the scrapes instead of failing to start.
+  impl->server.set_socket_options([](int fd) {
+    const int yes = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
   // Prometheus and the kubelet's probes: one or two requests at a time.
   impl->server.new_task_queue = [] { return new httplib::ThreadPool(2); };
   impl->server.Get("/metrics", [render = std::move(render)](const httplib::Request&,
