@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/device_model.h"
 #include "common/result.h"
@@ -24,6 +25,9 @@ constexpr size_t kMaxAttributeBytes = 4096;
 Result<std::string> readAttribute(const std::string& path, size_t max_bytes = kMaxAttributeBytes);
 // What readAttribute takes of a config or policy file.
 constexpr size_t kMaxConfigFileBytes = size_t{1} << 20;
+
+// Entry names of a directory but "." and "..", unsorted; none when it cannot be read.
+std::vector<std::string> listDirectory(const std::string& dir);
 
 // Same, for a sysfs attribute relative to an open directory (cheaper: no path walk from the
 // root; AT_FDCWD for a plain path). Reads once: sysfs returns an attribute's whole text in the

@@ -1,26 +1,18 @@
 #include "plugin/health_watcher.h"
 
-#include <dirent.h>
-
 #include <algorithm>
 #include <map>
+
+#include "common/sysfs_attributes.h"
 
 namespace kube_rdma {
 
 namespace {
 
-// Entry names of `dir` (none when it cannot be read): one listing instead of a stat per name.
+// Entry names of `dir` as a set, to compare listings.
 std::set<std::string> entryNames(const std::string& dir) {
-  std::set<std::string> names;
-  if (DIR* d = ::opendir(dir.c_str())) {
-    while (const dirent* entry = ::readdir(d)) {
-      if (entry->d_name[0] != '.') {
-        names.insert(entry->d_name);
-      }
-    }
-    ::closedir(d);
-  }
-  return names;
+  auto names = listDirectory(dir);
+  return {names.begin(), names.end()};
 }
 
 } // namespace
