@@ -54,11 +54,23 @@ private:
   uint64_t count_ = 0;
 };
 
+// A metric family's name and help text: a daemon defines each of its metrics once, as one of these.
+struct MetricFamily {
+  const char* name;
+  const char* help;
+};
+
 // A named metric family; each distinct label set is one time series.
 class MetricsRegistry {
 public:
   Counter& counter(const std::string& name, const std::string& help, const Labels& labels = {});
   Gauge& gauge(const std::string& name, const std::string& help, const Labels& labels = {});
+  Counter& counter(const MetricFamily& family, const Labels& labels = {}) {
+    return counter(family.name, family.help, labels);
+  }
+  Gauge& gauge(const MetricFamily& family, const Labels& labels = {}) {
+    return gauge(family.name, family.help, labels);
+  }
   Histogram& histogram(const std::string& name, const std::string& help,
                        const std::vector<double>& bounds, const Labels& labels = {});
   // Drops every series of a gauge family, for values recomputed as a whole (devices by health).

@@ -12,7 +12,8 @@ struct Error {
 };
 
 // A value or an Error. C++20 has no std::expected; this is the one result type the project uses.
-template <class T> class Result {
+// [[nodiscard]]: an ignored Status is an error nobody logs.
+template <class T> class [[nodiscard]] Result {
 public:
   Result(T value) : state_(std::move(value)) {}     // NOLINT(google-explicit-constructor)
   Result(Error error) : state_(std::move(error)) {} // NOLINT(google-explicit-constructor)

@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <dirent.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -79,6 +80,19 @@ Result<std::string> readAttribute(const std::string& path, size_t max_bytes) {
     return makeError("cannot open " + path + ": " + std::strerror(errno));
   }
   return readFd(fd, path, max_bytes, false);
+}
+
+std::vector<std::string> listDirectory(const std::string& dir) {
+  std::vector<std::string> names;
+  if (DIR* d = ::opendir(dir.c_str())) {
+    while (const dirent* entry = ::readdir(d)) {
+      if (std::strcmp(entry->d_name, ".") != 0 && std::strcmp(entry->d_name, "..") != 0) {
+        names.emplace_back(entry->d_name);
+      }
+    }
+    ::closedir(d);
+  }
+  return names;
 }
 
 Result<std::string> readAttributeAt(int dir_fd, const char* name) {

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/device_model.h"
 #include "common/result.h"
@@ -22,6 +23,11 @@ constexpr size_t kMaxAttributeBytes = 4096;
 // Reads a small attribute file and strips one trailing newline. An attribute the kernel answers
 // with an error (EINVAL for unused GID entries) fails here, with the path and the errno text.
 Result<std::string> readAttribute(const std::string& path, size_t max_bytes = kMaxAttributeBytes);
+// What readAttribute takes of a config or policy file.
+constexpr size_t kMaxConfigFileBytes = size_t{1} << 20;
+
+// Entry names of a directory but "." and "..", unsorted; none when it cannot be read.
+std::vector<std::string> listDirectory(const std::string& dir);
 
 // Same, for a sysfs attribute relative to an open directory (cheaper: no path walk from the
 // root; AT_FDCWD for a plain path). Reads once: sysfs returns an attribute's whole text in the

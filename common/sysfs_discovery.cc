@@ -1,7 +1,6 @@
 #include "common/sysfs_discovery.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <charconv>
 #include <cstdlib>
@@ -11,8 +10,6 @@
 #include <limits.h>
 #include <map>
 #include <optional>
-#include <sys/stat.h>
-#include <thread>
 #include <unistd.h>
 
 #include "common/default_route.h"
@@ -48,31 +45,20 @@ private:
   int fd_ = -1;
 };
 
-// Entry names (no "." and "..") of the open directory `fd`, read from its start. getdents64 on
-// the fd itself: opendir() would open it again and add fstat and fcntl calls, and discovery
-// lists dozens of directories at several microseconds per syscall.
+// Entry names (no "." and "..") of the open directory `fd`, which stays open for openat().
 std::optional<std::vector<std::string>> listOpenDir(int fd) {
-  if (::lseek(fd, 0, SEEK_SET) != 0) {
+  DIR* dir = ::fdopendir(::openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (dir == nullptr) {
     return std::nullopt;
   }
   std::vector<std::string> names;
-  alignas(struct dirent64) char buf[32768];
-  for (;;) {
-    const ssize_t n = ::getdents64(fd, buf, sizeof(buf));
-    if (n < 0) {
-      return std::nullopt;
-    }
-    if (n == 0) {
-      return names;
-    }
-    for (ssize_t at = 0; at < n;) {
-      const auto* e = reinterpret_cast<const struct dirent64*>(buf + at);
-      if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) {
-        names.emplace_back(e->d_name);
-      }
-      at += e->d_reclen;
+  while (const dirent* entry = ::readdir(dir)) {
+    if (std::strcmp(entry->d_name, ".") != 0 && std::strcmp(entry->d_name, "..") != 0) {
+      names.emplace_back(entry->d_name);
     }
   }
+  ::closedir(dir);
+  return names;
 }
 
 // Entry names of the directory `name` below `parent`; nullopt when it cannot be opened.
@@ -479,63 +465,6 @@ std::vector<GpuDevice> discoverGpus(const std::string& resolved_root, Warnings& 
   return gpus;
 }
 
-// What one device's read gives, kept apart so that devices read by several threads end up, with
-// their warnings, in the order of `names`.
-struct DeviceRead {
-  std::optional<RdmaDevice> device;
-  std::vector<DiscoveryWarning> warnings;
-};
-
-unsigned readerThreads(unsigned asked, size_t devices) {
-  constexpr unsigned kMaxThreads = 8;
-  const unsigned wanted = asked != 0 ? asked : std::max(1U, std::thread::hardware_concurrency());
-  return static_cast<unsigned>(
-      std::min<size_t>({wanted, kMaxThreads, std::max<size_t>(devices, 1)}));
-}
-
-// Devices are independent and their GID tables are most of discovery's files, which the kernel
-// hands out one open() at a time: the devices are shared out over `threads` threads, the helpers
-// starting at once and the caller joining in with finish() when it has read what else it needs.
-class DeviceReaders {
-public:
-  DeviceReaders(int class_fd, const std::string& resolved_root, std::vector<std::string> names,
-                const GidScan& scan, std::map<std::string, std::string> uverbs_by_device,
-                unsigned threads)
-      : class_fd_(class_fd), resolved_root_(resolved_root), names_(std::move(names)), scan_(scan),
-        uverbs_by_device_(std::move(uverbs_by_device)), reads_(names_.size()) {
-    for (unsigned t = 1; t < threads; ++t) {
-      helpers_.emplace_back([this] { work(); });
-    }
-  }
-  DeviceReaders(const DeviceReaders&) = delete;
-  DeviceReaders& operator=(const DeviceReaders&) = delete;
-
-  // The devices in the order of `names`, each with its warnings.
-  std::vector<DeviceRead> finish() {
-    work();
-    helpers_.clear(); // joins them
-    return std::move(reads_);
-  }
-
-private:
-  void work() {
-    for (size_t i = next_++; i < names_.size(); i = next_++) {
-      Warnings warnings(reads_[i].warnings);
-      reads_[i].device =
-          readDevice(class_fd_, resolved_root_, names_[i], scan_, uverbs_by_device_, warnings);
-    }
-  }
-
-  const int class_fd_;
-  const std::string& resolved_root_;
-  const std::vector<std::string> names_;
-  const GidScan& scan_;
-  const std::map<std::string, std::string> uverbs_by_device_;
-  std::vector<DeviceRead> reads_;
-  std::atomic<size_t> next_{0};
-  std::vector<std::jthread> helpers_; // last: joined first, before the members they use go
-};
-
 } // namespace
 
 bool naturalLess(const std::string& a, const std::string& b) {
@@ -576,7 +505,7 @@ bool naturalLess(const std::string& a, const std::string& b) {
   return a < b;
 }
 
-NodeTopology discoverFromSysfs(const DiscoveryRoots& roots, const GidScan& scan, unsigned threads) {
+NodeTopology discoverFromSysfs(const DiscoveryRoots& roots, const GidScan& scan) {
   NodeTopology topo;
   topo.source = "sysfs";
   Warnings warnings(topo.warnings);
@@ -586,8 +515,6 @@ NodeTopology discoverFromSysfs(const DiscoveryRoots& roots, const GidScan& scan,
 
   DirFd root(resolved_root);
   DirFd klass = root.ok() ? DirFd(root.get(), "class/infiniband") : DirFd();
-  std::vector<std::string> names;
-  std::map<std::string, std::string> uverbs_by_device;
   if (!root.ok()) {
     warnings.add(roots.sysfs_root,
                  "cannot open the sysfs root: " + std::string(std::strerror(errno)));
@@ -595,33 +522,22 @@ NodeTopology discoverFromSysfs(const DiscoveryRoots& roots, const GidScan& scan,
     warnings.add("class/infiniband", "no RDMA devices: " + std::string(std::strerror(errno)) +
                                          " under " + roots.sysfs_root);
   } else {
-    uverbs_by_device = readUverbsDevices(root.get(), warnings);
-    names = listOpenDir(klass.get()).value_or(std::vector<std::string>{});
+    const auto uverbs_by_device = readUverbsDevices(root.get(), warnings);
+    auto names = listOpenDir(klass.get()).value_or(std::vector<std::string>{});
     std::sort(names.begin(), names.end(), naturalLess);
+    for (const auto& name : names) {
+      if (auto device =
+              readDevice(klass.get(), resolved_root, name, scan, uverbs_by_device, warnings)) {
+        topo.devices.push_back(std::move(*device));
+      }
+    }
   }
-  const unsigned reader_threads = readerThreads(threads, names.size());
-  DeviceReaders devices(klass.get(), resolved_root, std::move(names), scan,
-                        std::move(uverbs_by_device), reader_threads);
-
-  // Meanwhile the GPUs and the default route; their warnings follow the devices'.
-  std::vector<DiscoveryWarning> node_warnings;
-  Warnings node(node_warnings);
-  topo.gpus = discoverGpus(resolved_root, node);
+  topo.gpus = discoverGpus(resolved_root, warnings);
   if (auto netdev = findDefaultRouteNetdev(roots.proc_root)) {
     topo.management_netdev = std::move(*netdev);
   } else {
-    node.add(roots.proc_root + "/net/route", netdev.error().message);
+    warnings.add(roots.proc_root + "/net/route", netdev.error().message);
   }
-
-  for (auto& read : devices.finish()) {
-    topo.warnings.insert(topo.warnings.end(), std::make_move_iterator(read.warnings.begin()),
-                         std::make_move_iterator(read.warnings.end()));
-    if (read.device) {
-      topo.devices.push_back(std::move(*read.device));
-    }
-  }
-  topo.warnings.insert(topo.warnings.end(), std::make_move_iterator(node_warnings.begin()),
-                       std::make_move_iterator(node_warnings.end()));
   return topo;
 }
 
@@ -648,73 +564,6 @@ std::vector<PortStateSample> readPortStates(const std::string& sysfs_root,
       }
       out.push_back(std::move(sample));
     }
-  }
-  return out;
-}
-
-void PortStateReader::reset() {
-  for (auto& held : held_) {
-    if (held.fd >= 0) {
-      ::close(held.fd);
-    }
-  }
-  held_.clear();
-}
-
-std::string PortStateReader::statePath(const HeldPort& held) const {
-  return sysfs_root_ + "/class/infiniband/" + held.device + "/ports/" + std::to_string(held.port) +
-         "/state";
-}
-
-PortStateSample PortStateReader::readPort(HeldPort& held) {
-  PortStateSample sample{held.device, held.port, true, PortState::kNop};
-  char buf[64];
-  ssize_t n = -1;
-  struct stat st {};
-  if (held.fd >= 0 && ::fstat(held.fd, &st) == 0 && st.st_nlink > 0) {
-    n = ::pread(held.fd, buf, sizeof(buf), 0);
-  }
-  if (n < 0) { // never opened, unlinked, or the read failed: open the path again
-    if (held.fd >= 0) {
-      ::close(held.fd);
-    }
-    held.fd = ::open(statePath(held).c_str(), O_RDONLY | O_CLOEXEC);
-    n = held.fd >= 0 ? ::pread(held.fd, buf, sizeof(buf), 0) : -1;
-  }
-  if (n >= 0) {
-    // A state that does not parse leaves kNop: present but not usable.
-    if (auto state = parsePortState(std::string_view(buf, static_cast<size_t>(n)))) {
-      sample.state = *state;
-    }
-  } else {
-    const std::string device_dir = sysfs_root_ + "/class/infiniband/" + held.device;
-    sample.present = ::access(device_dir.c_str(), F_OK) == 0;
-  }
-  return sample;
-}
-
-std::vector<PortStateSample> PortStateReader::read(const NodeTopology& known) {
-  size_t ports = 0;
-  bool same = true;
-  for (const auto& device : known.devices) {
-    for (const auto& port : device.ports) {
-      same = same && ports < held_.size() && held_[ports].device == device.name &&
-             held_[ports].port == port.number;
-      ++ports;
-    }
-  }
-  if (!same || ports != held_.size()) {
-    reset();
-    for (const auto& device : known.devices) {
-      for (const auto& port : device.ports) {
-        held_.push_back({device.name, port.number, -1});
-      }
-    }
-  }
-  std::vector<PortStateSample> out;
-  out.reserve(held_.size());
-  for (auto& held : held_) {
-    out.push_back(readPort(held));
   }
   return out;
 }

@@ -39,12 +39,9 @@ struct GidScan {
   std::vector<GidSelectionPolicy> selecting; // kUntilSelected only
   bool operator==(const GidScan&) const = default;
 };
-// Devices are read by up to `threads` threads (0: one per core), at most 8 and one per device;
-// the result does not depend on how many.
-NodeTopology discoverFromSysfs(const DiscoveryRoots& roots, const GidScan& scan = {},
-                               unsigned threads = 0);
+NodeTopology discoverFromSysfs(const DiscoveryRoots& roots, const GidScan& scan = {});
 
-// The fast health path: one port's state as it is now.
+// The health path: one port's state as it is now.
 struct PortStateSample {
   std::string device;
   uint32_t port = 0;
@@ -56,37 +53,6 @@ struct PortStateSample {
 // while the device is still there is reported as kNop (not usable).
 std::vector<PortStateSample> readPortStates(const std::string& sysfs_root,
                                             const NodeTopology& known);
-
-// readPortStates for a periodic caller: keeps each port's `state` open between reads and re-reads
-// it with pread at offset 0 (kernfs makes the text anew on every read from offset 0), one syscall
-// per port instead of open+read+close. Same answers as readPortStates. A held file is opened
-// again when its read fails (a removed device's attribute answers ENODEV), when it was unlinked
-// (fixtures replace files; the kernel never does), when `known` lists other ports than the last
-// call, and after reset().
-class PortStateReader {
-public:
-  explicit PortStateReader(std::string sysfs_root) : sysfs_root_(std::move(sysfs_root)) {}
-  ~PortStateReader() { reset(); }
-  PortStateReader(const PortStateReader&) = delete;
-  PortStateReader& operator=(const PortStateReader&) = delete;
-
-  std::vector<PortStateSample> read(const NodeTopology& known);
-  // Closes every held file, e.g. when the device set changed (a device directory moved away
-  // keeps its held files readable).
-  void reset();
-
-private:
-  struct HeldPort {
-    std::string device;
-    uint32_t port = 0;
-    int fd = -1;
-  };
-  PortStateSample readPort(HeldPort& held);
-  std::string statePath(const HeldPort& held) const;
-
-  const std::string sysfs_root_;
-  std::vector<HeldPort> held_; // in the order of `known`'s ports
-};
 
 // Natural order of names: digit runs compare as numbers ("mlx5_2" < "mlx5_10").
 bool naturalLess(const std::string& a, const std::string& b);

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "common/strings.h"
+#include "plugin/plugin_metrics.h"
 
 namespace kube_rdma {
 namespace {
@@ -69,10 +70,7 @@ DevicePluginService::ListAndWatch(grpc::ServerContext* context, const v1beta1::E
       logger_.warn("ListAndWatch stream closed by the kubelet", {{"resource", resource_}});
       return grpc::Status::OK;
     }
-    metrics_
-        .counter("kube_rdma_plugin_list_and_watch_sends_total", "Device lists sent to the kubelet.",
-                 {{"resource", resource_}})
-        .inc();
+    metrics_.counter(plugin_metrics::kListAndWatchSends, {{"resource", resource_}}).inc();
     list = manager_.waitForChange(list.version, std::chrono::milliseconds(resend_interval_ms_),
                                   stop_.get_token());
   }
@@ -102,9 +100,8 @@ DevicePluginService::GetPreferredAllocation(grpc::ServerContext*,
 Counter& DevicePluginService::grantedCounter() {
   Counter* counter = granted_.load(std::memory_order_acquire);
   if (!counter) { // two first grants at once store the same series
-    counter =
-        &metrics_.counter("kube_rdma_plugin_allocations_total", "Allocate answers by outcome.",
-                          {{"resource", resource_}, {"outcome", "granted"}});
+    counter = &metrics_.counter(plugin_metrics::kAllocations,
+                                {{"resource", resource_}, {"outcome", "granted"}});
     granted_.store(counter, std::memory_order_release);
   }
   return *counter;
@@ -118,8 +115,7 @@ grpc::Status DevicePluginService::Allocate(grpc::ServerContext*,
     auto allocation = manager_.allocate(ids);
     if (!allocation) {
       metrics_
-          .counter("kube_rdma_plugin_allocations_total", "Allocate answers by outcome.",
-                   {{"resource", resource_}, {"outcome", "refused"}})
+          .counter(plugin_metrics::kAllocations, {{"resource", resource_}, {"outcome", "refused"}})
           .inc();
       logger_.warn("Allocate refused", {{"resource", resource_},
                                         {"ids", joinStrings(ids, ", ")},

@@ -1,26 +1,18 @@
 #include "plugin/health_watcher.h"
 
-#include <dirent.h>
-
 #include <algorithm>
 #include <map>
+
+#include "common/sysfs_attributes.h"
 
 namespace kube_rdma {
 
 namespace {
 
-// Entry names of `dir` (none when it cannot be read): one listing instead of a stat per name.
+// Entry names of `dir` as a set, to compare listings.
 std::set<std::string> entryNames(const std::string& dir) {
-  std::set<std::string> names;
-  if (DIR* d = ::opendir(dir.c_str())) {
-    while (const dirent* entry = ::readdir(d)) {
-      if (entry->d_name[0] != '.') {
-        names.insert(entry->d_name);
-      }
-    }
-    ::closedir(d);
-  }
-  return names;
+  auto names = listDirectory(dir);
+  return {names.begin(), names.end()};
 }
 
 } // namespace
@@ -110,7 +102,6 @@ void HealthWatcher::run() {
   std::shared_ptr<const NodeTopology> last_known;
   std::vector<PortStateSample> last_samples;
   std::set<std::string> last_uverbs;
-  PortStateReader reader(sysfs_root_);
   auto last_sample = std::chrono::steady_clock::now();
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {
@@ -133,9 +124,8 @@ void HealthWatcher::run() {
     }
     if (listRdmaDeviceNames(sysfs_root_) != names) {
       on_device_set_changed_();
-      reader.reset(); // held files of a moved-away device would still read
     }
-    auto samples = reader.read(*known);
+    auto samples = readPortStates(sysfs_root_, *known);
     auto uverbs = presentUverbs(*known, dev_root_);
     // Idle nodes change nothing: no copy of the topology, no work in the pools.
     if (known != last_known || !sameSamples(samples, last_samples) || uverbs != last_uverbs) {

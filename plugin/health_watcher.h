@@ -30,7 +30,7 @@ NodeHealthView healthView(const NodeTopology& known, const std::vector<PortState
 std::set<std::string> listRdmaDeviceNames(const std::string& sysfs_root);
 
 // Re-reads health every `interval` on its own thread (sysfs attributes do not support inotify, so
-// this is the one periodic read; a PortStateReader keeps the state files open, one pread each).
+// this is the one periodic read).
 // Calls on_sample when the sample differs from the last one (or the topology was replaced) and
 // on_device_set_changed when devices appear or vanish. Stops in the destructor.
 class HealthWatcher {

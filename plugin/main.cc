@@ -6,7 +6,6 @@
 #include <stop_token>
 #include <thread>
 
-#include "common/clock.h"
 #include "common/file_watcher.h"
 #include "common/log.h"
 #include "common/metrics.h"
@@ -50,12 +49,11 @@ int main(int argc, char** argv) {
     logger.error("cannot start", {{"error", status.error().message}});
     return 1;
   }
-  RealClock clock;
   MetricsServerPtr metrics_server;
   if (!flags->metrics_address.empty()) {
     auto server = MetricsServer::start(
         flags->metrics_address, [&manager] { return manager.renderMetrics(); },
-        [&manager] { return manager.healthz(); }, clock, logger);
+        [&manager] { return manager.healthz(); });
     if (!server) {
       logger.error("cannot serve metrics", {{"error", server.error().message}});
       return 1;

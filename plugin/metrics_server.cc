@@ -1,37 +1,72 @@
 #include "plugin/metrics_server.h"
 
+#include <httplib.h>
+#include <sys/socket.h>
+
+#include <chrono>
+#include <thread>
 #include <utility>
+
+#include "common/listen_address.h"
 
 namespace kube_rdma {
 
-HttpResponse metricsEndpoint(const HttpRequestHead& request, const MetricsServer::RenderFn& render,
-                             const MetricsServer::HealthFn& health) {
-  if (request.path == "/metrics") {
-    HttpResponse response;
-    response.content_type = "text/plain; version=0.0.4; charset=utf-8";
-    response.body = render();
-    return response;
-  }
-  if (request.path == "/healthz") {
-    auto status = health();
-    return status ? plainResponse(200, *status) : plainResponse(503, status.error().message);
-  }
-  return plainResponse(404, "no such endpoint " + request.path + "; try /metrics or /healthz");
-}
+struct MetricsServer::Impl {
+  httplib::Server server;
+  std::thread thread;
+  int port = 0;
+};
 
 Result<std::unique_ptr<MetricsServer>> MetricsServer::start(const std::string& address,
-                                                            RenderFn render, HealthFn health,
-                                                            const Clock& clock, Logger& logger) {
-  auto server = HttpServer::start(
-      address,
-      [render = std::move(render), health = std::move(health)](const HttpRequestHead& request) {
-        return metricsEndpoint(request, render, health);
-      },
-      clock, logger);
-  if (!server) {
-    return makeError("--metrics-address: " + server.error().message);
+                                                            RenderFn render, HealthFn health) {
+  auto listen = parseListenAddress(address);
+  if (!listen) {
+    return makeError("--metrics-address: " + listen.error().message);
   }
-  return std::unique_ptr<MetricsServer>(new MetricsServer(std::move(*server)));
+  auto impl = std::make_unique<Impl>();
+  // httplib's default adds SO_REUSEPORT, which would let a second plugin (or anything else)
+  // share the port and take half the scrapes instead of failing to start.
+  impl->server.set_socket_options([](int fd) {
+    const int yes = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
+  // Prometheus and the kubelet's probes: one or two requests at a time.
+  impl->server.new_task_queue = [] { return new httplib::ThreadPool(2); };
+  impl->server.Get("/metrics", [render = std::move(render)](const httplib::Request&,
+                                                            httplib::Response& response) {
+    response.set_content(render(), "text/plain; version=0.0.4; charset=utf-8");
+  });
+  impl->server.Get("/healthz", [health = std::move(health)](const httplib::Request&,
+                                                            httplib::Response& response) {
+    auto status = health();
+    response.status = status ? 200 : 503;
+    response.set_content(status ? *status : status.error().message + "\n",
+                         "text/plain; charset=utf-8");
+  });
+  impl->port = listen->port == 0
+                   ? impl->server.bind_to_any_port(listen->host)
+                   : (impl->server.bind_to_port(listen->host, listen->port) ? listen->port : -1);
+  if (impl->port < 0) {
+    return makeError("--metrics-address: cannot listen on " + address);
+  }
+  Impl& started = *impl;
+  started.thread = std::thread([&started] { started.server.listen_after_bind(); });
+  // stop() does nothing before the server runs: the destructor could otherwise join forever.
+  while (!started.server.is_running()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return std::unique_ptr<MetricsServer>(new MetricsServer(std::move(impl)));
+}
+
+MetricsServer::MetricsServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+MetricsServer::~MetricsServer() {
+  impl_->server.stop();
+  impl_->thread.join();
+}
+
+int MetricsServer::port() const {
+  return impl_->port;
 }
 
 } // namespace kube_rdma

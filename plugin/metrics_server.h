@@ -4,15 +4,12 @@
 #include <memory>
 #include <string>
 
-#include "common/clock.h"
-#include "common/log.h"
 #include "common/result.h"
-#include "plugin/http_message.h"
-#include "plugin/http_server.h"
 
 namespace kube_rdma {
 
-// Plain-HTTP GET /metrics and /healthz on --metrics-address, on the HttpServer's one thread.
+// Plain-HTTP GET /metrics (Prometheus text 0.0.4) and /healthz (200, or 503 with the reason) on
+// --metrics-address, served by cpp-httplib on a small thread pool of its own.
 class MetricsServer {
 public:
   using RenderFn = std::function<std::string()>;
@@ -20,24 +17,22 @@ public:
 
   /**
    * @param address "HOST:PORT" or ":PORT" (all addresses); port 0 picks a free one.
-   * @param clock, logger must outlive the server.
    */
   static Result<std::unique_ptr<MetricsServer>> start(const std::string& address, RenderFn render,
-                                                      HealthFn health, const Clock& clock,
-                                                      Logger& logger);
+                                                      HealthFn health);
+  // Stops listening and joins the server's threads.
+  ~MetricsServer();
+  MetricsServer(const MetricsServer&) = delete;
+  MetricsServer& operator=(const MetricsServer&) = delete;
 
-  int port() const { return server_->port(); }
+  int port() const;
 
 private:
-  explicit MetricsServer(HttpServerPtr server) : server_(std::move(server)) {}
+  struct Impl;
+  explicit MetricsServer(std::unique_ptr<Impl> impl);
 
-  HttpServerPtr server_;
+  std::unique_ptr<Impl> impl_; // keeps <httplib.h> out of the plugin's other files
 };
 using MetricsServerPtr = std::unique_ptr<MetricsServer>;
-
-// The answer for one GET: /metrics (Prometheus text 0.0.4), /healthz (200 or 503 with the
-// reason), 404 for any other path.
-HttpResponse metricsEndpoint(const HttpRequestHead& request, const MetricsServer::RenderFn& render,
-                             const MetricsServer::HealthFn& health);
 
 } // namespace kube_rdma

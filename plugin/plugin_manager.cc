@@ -3,11 +3,11 @@
 #include <sys/stat.h>
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
+#include "common/sysfs_attributes.h"
 #include "common/verbs_discovery.h"
 #include "plugin/cdi_spec.h"
+#include "plugin/plugin_metrics.h"
 #include "plugin/port_counters.h"
 #include "plugin/topology_json.h"
 
@@ -73,13 +73,11 @@ Result<PluginConfig> PluginManager::loadConfig() const {
   if (flags_.config_path.empty()) {
     return defaultPluginConfig();
   }
-  std::ifstream in(flags_.config_path);
-  if (!in) {
-    return makeError("cannot read config file " + flags_.config_path);
+  auto text = readAttribute(flags_.config_path, kMaxConfigFileBytes);
+  if (!text) {
+    return makeError("cannot read config file: " + text.error().message);
   }
-  std::stringstream text;
-  text << in.rdbuf();
-  auto config = parsePluginConfig(text.str());
+  auto config = parsePluginConfig(*text);
   if (!config) {
     return makeError(flags_.config_path + ": " + config.error().message);
   }
@@ -194,9 +192,7 @@ Status PluginManager::applyConfig(const PluginConfig& config,
       continue;
     }
     logger_.info("pool removed", {{"resource", it->first}});
-    if (flags_.cdi) {
-      std::filesystem::remove(cdiSpecPath(flags_.cdi_dir, it->first));
-    }
+    removeCdiSpec(it->first);
     unserve(it->second);
     it = pools_.erase(it);
   }
@@ -260,7 +256,7 @@ void PluginManager::registerPending(std::unique_lock<std::mutex>& lock) {
     const auto started = std::chrono::steady_clock::now();
     auto status = registrar_->registerPool(attempt.request);
     metrics_
-        .counter("kube_rdma_plugin_registrations_total", "Register calls to the kubelet.",
+        .counter(plugin_metrics::kRegistrations,
                  {{"resource", name}, {"outcome", status ? "ok" : "error"}})
         .inc();
     if (!status) {
@@ -308,10 +304,7 @@ void PluginManager::onSocketDeleted() {
 void PluginManager::onConfigChanged() {
   auto config = loadConfig();
   if (!config) {
-    metrics_
-        .counter("kube_rdma_plugin_config_reloads_total", "Config reloads by outcome.",
-                 {{"outcome", "error"}})
-        .inc();
+    metrics_.counter(plugin_metrics::kConfigReloads, {{"outcome", "error"}}).inc();
     logger_.error("config rejected, keeping the last good one",
                   {{"error", config.error().message}});
     return;
@@ -324,18 +317,12 @@ void PluginManager::onConfigChanged() {
     topology = discover(*config); // the new config reads other parts of the GID tables
   }
   if (auto status = applyConfig(*config, topology); !status) {
-    metrics_
-        .counter("kube_rdma_plugin_config_reloads_total", "Config reloads by outcome.",
-                 {{"outcome", "error"}})
-        .inc();
+    metrics_.counter(plugin_metrics::kConfigReloads, {{"outcome", "error"}}).inc();
     logger_.error("config could not be applied", {{"error", status.error().message}});
     return;
   }
   health_->setInterval(healthInterval());
-  metrics_
-      .counter("kube_rdma_plugin_config_reloads_total", "Config reloads by outcome.",
-               {{"outcome", "ok"}})
-      .inc();
+  metrics_.counter(plugin_metrics::kConfigReloads, {{"outcome", "ok"}}).inc();
   logger_.info("config reloaded", {{"pools", std::to_string(pools_.size())}});
 }
 
@@ -371,8 +358,10 @@ void PluginManager::onHealthSample(const NodeHealthView& view) {
 
 void PluginManager::run(const std::stop_token& stop) {
   std::unique_lock<std::mutex> lock(mutex_);
+  writeFiles(lock); // the CDI specs, before the kubelet can allocate
   registerPending(lock);
-  writeTopologyState(*topology_); // after registering: fsync is slow and nothing waits for it
+  writeTopologyState(*topology_); // after registering: nothing waits for it
+  writeFiles(lock);
   while (!stop.stop_requested()) {
     const bool pending = std::any_of(pools_.begin(), pools_.end(),
                                      [](const auto& p) { return !p.second.registered; });
@@ -396,6 +385,7 @@ void PluginManager::run(const std::stop_token& stop) {
     } else if (events.count(Event::kSocketDeleted)) {
       onSocketDeleted();
     }
+    writeFiles(lock);
     if (!stop.stop_requested()) {
       registerPending(lock);
     }
@@ -422,49 +412,70 @@ void PluginManager::writeCdiSpec(const NodePool& pool, const NodeTopology& topol
   if (!flags_.cdi) {
     return;
   }
-  std::error_code ec;
-  std::filesystem::create_directories(flags_.cdi_dir, ec);
-  const std::string path = cdiSpecPath(flags_.cdi_dir, pool.spec.resource_name);
-  if (auto status = writeFileAtomically(path, cdiSpecJson(pool, topology, config_.memlock));
-      !status) {
-    logger_.warn("cannot write CDI spec", {{"path", path}, {"error", status.error().message}});
+  file_work_.push_back([this, path = cdiSpecPath(flags_.cdi_dir, pool.spec.resource_name),
+                        json = cdiSpecJson(pool, topology, config_.memlock)] {
+    std::error_code ec;
+    std::filesystem::create_directories(flags_.cdi_dir, ec);
+    if (auto status = writeFileAtomically(path, json); !status) {
+      logger_.warn("cannot write CDI spec", {{"path", path}, {"error", status.error().message}});
+    }
+  });
+}
+
+void PluginManager::removeCdiSpec(const std::string& resource) {
+  if (!flags_.cdi) {
+    return;
   }
+  file_work_.push_back([this, path = cdiSpecPath(flags_.cdi_dir, resource)] {
+    std::error_code ec;
+    if (!std::filesystem::remove(path, ec) && ec) {
+      logger_.warn("cannot remove CDI spec", {{"path", path}, {"error", ec.message()}});
+    }
+  });
 }
 
 void PluginManager::writeTopologyState(const NodeTopology& topology) {
-  if (auto status = state_.writeTopology(topologyToJson(topology)); !status) {
-    logger_.warn("cannot write topology state", {{"error", status.error().message}});
+  file_work_.push_back([this, json = topologyToJson(topology)] {
+    if (auto status = state_.writeTopology(json); !status) {
+      logger_.warn("cannot write topology state", {{"error", status.error().message}});
+    }
+  });
+}
+
+void PluginManager::writeFiles(std::unique_lock<std::mutex>& lock) {
+  auto work = std::move(file_work_);
+  file_work_.clear();
+  // fsync takes milliseconds: health samples, /metrics and /healthz must not wait for it. Only
+  // this thread queues file work, so the files are written in the order they were queued.
+  lock.unlock();
+  for (const auto& write : work) {
+    write();
   }
+  lock.lock();
 }
 
 std::string PluginManager::renderMetrics() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  metrics_.clearGauge("kube_rdma_plugin_devices");
+  metrics_.clearGauge(plugin_metrics::kDevices.name);
   for (const auto& [name, pool] : pools_) {
     const auto list = pool.manager->devices();
     double healthy = 0;
     for (const auto& d : list.devices) {
       healthy += d.healthy ? 1 : 0;
     }
-    metrics_
-        .gauge("kube_rdma_plugin_devices", "Devices advertised per pool by health.",
-               {{"resource", name}, {"health", kHealthy}})
+    metrics_.gauge(plugin_metrics::kDevices, {{"resource", name}, {"health", kHealthy}})
         .set(healthy);
-    metrics_
-        .gauge("kube_rdma_plugin_devices", "Devices advertised per pool by health.",
-               {{"resource", name}, {"health", kUnhealthy}})
+    metrics_.gauge(plugin_metrics::kDevices, {{"resource", name}, {"health", kUnhealthy}})
         .set(static_cast<double>(list.devices.size()) - healthy);
   }
-  metrics_.clearGauge("kube_rdma_port_counter");
+  metrics_.clearGauge(plugin_metrics::kPortCounter.name);
   if (topology_) {
     for (const auto& c : readPortCounters(flags_.sysfs_root, *topology_)) {
       metrics_
-          .gauge("kube_rdma_port_counter",
-                 "RDMA port counters from sysfs (counters/ and hw_counters/), read at scrape.",
-                 {{"device", c.device},
-                  {"port", std::to_string(c.port)},
-                  {"source", c.source},
-                  {"counter", c.name}})
+          .gauge(plugin_metrics::kPortCounter, {{"device", c.device},
+                                                {"port", std::to_string(c.port)},
+                                                {"source", c.source},
+                                                {"counter", c.name}})
           .set(c.value);
     }
   }

@@ -1,12 +1,14 @@
 #pragma once
 
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <set>
 #include <stop_token>
 #include <string>
+#include <vector>
 
 #include "common/file_watcher.h"
 #include "common/log.h"
@@ -71,8 +73,12 @@ private:
   std::string socketDir() const;
   bool kubeletSocketExists() const;
   std::shared_ptr<const NodeTopology> discover(const PluginConfig& config) const;
+  // These three queue their file work for writeFiles.
   void writeTopologyState(const NodeTopology& topology);
   void writeCdiSpec(const NodePool& pool, const NodeTopology& topology);
+  void removeCdiSpec(const std::string& resource);
+  // Called and returns with `lock` (on mutex_) held; releases it while writing.
+  void writeFiles(std::unique_lock<std::mutex>& lock);
   // The flag when given, else the current config's value.
   std::chrono::milliseconds resendInterval() const;
   std::chrono::milliseconds healthInterval() const;
@@ -93,6 +99,7 @@ private:
   std::shared_ptr<const NodeTopology> topology_;
   NodeHealthView last_health_;
   std::map<std::string, Pool> pools_; // by resource name
+  std::vector<std::function<void()>> file_work_;
 };
 
 } // namespace kube_rdma

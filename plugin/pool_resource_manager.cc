@@ -101,8 +101,6 @@ bool PoolResourceManager::update(const NodeHealthView& node) {
         usable_.emplace_back(hca, exclusiveId(*node_.topology->findDevice(hca)));
       }
     }
-    ++node_version_;
-    answers_.clear();
     devices = devices_;
   }
   return store_.publish(std::move(devices));
@@ -131,43 +129,12 @@ PoolResourceManager::preferredAllocation(const std::vector<std::string>& availab
   return choosePreferredAllocation(placed, available, must_include, size);
 }
 
-Result<std::shared_ptr<const PoolResourceManager::Answer>>
-PoolResourceManager::computeAnswer(const NodeTopology& topology,
-                                   const std::vector<std::string>& granted) const {
-  auto env = computeNcclSettings(topology, pool_, granted);
-  if (!env) {
-    return makeError("cannot compute NCCL settings for " + joinStrings(granted, ", ") + ": " +
-                     env.error().message);
-  }
-  auto answer = std::make_shared<Answer>();
-  std::string conf_path;
-  if (pool_.spec.nccl.nccl_conf_enabled) {
-    auto text = renderNcclConf(*env);
-    if (!text) {
-      return text.error();
-    }
-    auto written = state_.writeNcclConf(*text);
-    if (!written) {
-      return written.error();
-    }
-    conf_path = *written;
-    answer->nccl_conf = std::move(*text);
-  }
-  answer->allocation = buildAllocation(pool_, topology, granted, *env, conf_path, cdi_);
-  return std::shared_ptr<const Answer>(std::move(answer));
-}
-
 Result<ContainerAllocation> PoolResourceManager::allocate(const std::vector<std::string>& ids) {
-  // Bounds the memory: a shared pool keeps one answer, an exclusive one per set of HCAs asked for.
-  constexpr size_t kMaxAnswers = 64;
   std::vector<std::string> granted;
   std::shared_ptr<const NodeTopology> topology;
-  std::shared_ptr<const Answer> answer;
-  uint64_t version = 0;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     topology = node_.topology;
-    version = node_version_;
     std::vector<std::string> unknown;
     std::vector<std::string> unhealthy;
     for (const auto& id : ids) {
@@ -199,30 +166,26 @@ Result<ContainerAllocation> PoolResourceManager::allocate(const std::vector<std:
         granted.push_back(hca);
       }
     }
-    if (auto it = answers_.find(granted); it != answers_.end()) {
-      answer = it->second;
-    }
   }
-  if (!answer) {
-    auto computed = computeAnswer(*topology, granted);
-    if (!computed) {
-      return computed.error();
+  auto env = computeNcclSettings(*topology, pool_, granted);
+  if (!env) {
+    return makeError("cannot compute NCCL settings for " + joinStrings(granted, ", ") + ": " +
+                     env.error().message);
+  }
+  std::string conf_path;
+  if (pool_.spec.nccl.nccl_conf_enabled) {
+    auto text = renderNcclConf(*env);
+    if (!text) {
+      return text.error();
     }
-    answer = std::move(*computed);
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (node_version_ == version) { // else a health update came meanwhile: do not keep it
-      if (answers_.size() >= kMaxAnswers) {
-        answers_.clear();
-      }
-      answers_.emplace(std::move(granted), answer);
-    }
-  } else if (answer->nccl_conf) {
-    // One stat: the only way to notice that the file was deleted since (then it is written again).
-    if (auto written = state_.writeNcclConf(*answer->nccl_conf); !written) {
+    // Named after its content: one stat when it exists, written again when it went missing.
+    auto written = state_.writeNcclConf(*text);
+    if (!written) {
       return written.error();
     }
+    conf_path = std::move(*written);
   }
-  return answer->allocation;
+  return buildAllocation(pool_, *topology, granted, *env, conf_path, cdi_);
 }
 
 } // namespace kube_rdma

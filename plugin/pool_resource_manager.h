@@ -1,9 +1,7 @@
 #pragma once
 
-#include <map>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -45,8 +43,7 @@ public:
       : pool_(std::move(pool)), cdi_(cdi), state_(state), devices_(poolDevices(pool_, node_)) {}
 
   const NodePool& pool() const { return pool_; }
-  // Recomputes health and drops the kept Allocate answers; @return whether the advertised list
-  // changed.
+  // Recomputes health; @return whether the advertised list changed.
   bool update(const NodeHealthView& node);
   void close() { store_.close(); }
   // Wakes every stream to send the list again (e.g. so that a new resend interval applies now).
@@ -68,15 +65,6 @@ public:
   Result<ContainerAllocation> allocate(const std::vector<std::string>& ids) override;
 
 private:
-  // An answer depends only on the node view and the granted HCAs, so it is computed once per
-  // health update and granted set: NCCL settings, nccl.conf text and path, device specs.
-  struct Answer {
-    ContainerAllocation allocation;
-    std::optional<std::string> nccl_conf; // re-written at each Allocate if the file went missing
-  };
-  Result<std::shared_ptr<const Answer>>
-  computeAnswer(const NodeTopology& topology, const std::vector<std::string>& granted) const;
-
   const NodePool pool_;
   const bool cdi_;
   const StateWriter& state_;
@@ -85,8 +73,6 @@ private:
   NodeHealthView node_;
   std::vector<PluginDevice> devices_;                       // poolDevices(pool_, node_)
   std::vector<std::pair<std::string, std::string>> usable_; // (HCA, exclusive ID), pool order
-  uint64_t node_version_ = 0;                               // bumped by update(): answers_ go stale
-  std::map<std::vector<std::string>, std::shared_ptr<const Answer>> answers_; // by granted HCAs
 };
 using PoolResourceManagerPtr = std::shared_ptr<PoolResourceManager>;
 

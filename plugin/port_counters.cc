@@ -1,7 +1,5 @@
 #include "plugin/port_counters.h"
 
-#include <dirent.h>
-
 #include <charconv>
 
 #include "common/sysfs_attributes.h"
@@ -16,24 +14,15 @@ std::vector<PortCounter> readPortCounters(const std::string& sysfs_root,
       for (const char* source : {"counters", "hw_counters"}) {
         const std::string dir = sysfs_root + "/class/infiniband/" + device.name + "/ports/" +
                                 std::to_string(port.number) + "/" + source;
-        DIR* d = ::opendir(dir.c_str());
-        if (!d) {
-          continue;
-        }
-        while (const dirent* entry = ::readdir(d)) {
-          if (entry->d_name[0] == '.') {
-            continue;
-          }
-          auto text = readAttribute(dir + "/" + entry->d_name);
+        for (const auto& name : listDirectory(dir)) {
+          auto text = readAttribute(dir + "/" + name);
           uint64_t value = 0;
           if (!text ||
               std::from_chars(text->data(), text->data() + text->size(), value).ec != std::errc()) {
             continue;
           }
-          out.push_back(
-              {device.name, port.number, source, entry->d_name, static_cast<double>(value)});
+          out.push_back({device.name, port.number, source, name, static_cast<double>(value)});
         }
-        ::closedir(d);
       }
     }
   }

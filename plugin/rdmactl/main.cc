@@ -3,7 +3,6 @@
 // the logic lives in views.cc and doctor.cc.
 #include <algorithm>
 #include <cstdlib>
-#include <dirent.h>
 #include <iostream>
 #include <string>
 #include <sys/resource.h>
@@ -22,22 +21,7 @@
 namespace kube_rdma {
 namespace {
 
-constexpr size_t kMaxConfigBytes = 1 << 20;
 constexpr int kCapIpcLock = 14;
-
-std::vector<std::string> listNames(const std::string& dir) {
-  std::vector<std::string> names;
-  if (DIR* d = ::opendir(dir.c_str())) {
-    while (const dirent* e = ::readdir(d)) {
-      const std::string name = e->d_name;
-      if (name != "." && name != "..") {
-        names.push_back(name);
-      }
-    }
-    ::closedir(d);
-  }
-  return names;
-}
 
 NetdevStates readNetdevStates(const std::string& sysfs_root, const NodeTopology& topo) {
   NetdevStates states;
@@ -61,7 +45,7 @@ ProcessFacts readProcessFacts() {
   if (::getrlimit(RLIMIT_MEMLOCK, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY) {
     facts.memlock_bytes = lim.rlim_cur;
   }
-  if (auto status = readAttribute("/proc/self/status", kMaxConfigBytes)) {
+  if (auto status = readAttribute("/proc/self/status", kMaxConfigFileBytes)) {
     const size_t pos = status->find("CapEff:");
     if (pos != std::string::npos) {
       const uint64_t caps = std::strtoull(status->c_str() + pos + 7, nullptr, 16);
@@ -92,7 +76,7 @@ Result<PluginConfig> loadConfig(const std::string& path) {
   if (path.empty()) {
     return defaultPluginConfig();
   }
-  auto text = readAttribute(path, kMaxConfigBytes);
+  auto text = readAttribute(path, kMaxConfigFileBytes);
   if (!text) {
     return text.error();
   }
@@ -153,12 +137,12 @@ int run(const RdmactlOptions& opts) {
     DoctorInput input;
     input.topology = &topo;
     input.dev_root = opts.dev_root;
-    for (const auto& n : listNames(opts.dev_root + "/infiniband")) {
+    for (const auto& n : listDirectory(opts.dev_root + "/infiniband")) {
       input.uverbs_nodes.insert(n);
     }
     input.process = readProcessFacts();
     input.nccl_env = ncclEnvironment();
-    input.interfaces = listNames(opts.sysfs_root + "/class/net");
+    input.interfaces = listDirectory(opts.sysfs_root + "/class/net");
     std::sort(input.interfaces.begin(), input.interfaces.end());
     const auto checks = runDoctor(input);
     std::cout << (opts.json ? renderChecksJson(checks) : renderChecksText(checks));

@@ -88,14 +88,12 @@ void readAll(benchmark::State& state, const std::vector<std::string>& files) {
   state.counters["files"] = static_cast<double>(files.size());
 }
 
-// Discovery of one fixture, reading as much of the GID tables as `scan` says, with the devices
-// read by state.range(0) threads (0: discovery's default, one per core). Time is wall time and
-// CPU is the whole process's (all threads), here and in the references.
+// Discovery of one fixture, reading as much of the GID tables as `scan` says. Time is wall time
+// and CPU the whole process's, here and in the references.
 void BM_Discover(benchmark::State& state, const char* fixture, const GidScan& scan) {
   const auto r = roots(fixture);
-  const auto threads = static_cast<unsigned>(state.range(0));
   for (auto _ : state) {
-    auto topo = discoverFromSysfs(r, scan, threads);
+    auto topo = discoverFromSysfs(r, scan);
     benchmark::DoNotOptimize(topo.devices.data());
   }
 }
@@ -110,20 +108,10 @@ const GidScan kUntilSelected{GidTables::kUntilSelected, {GidSelectionPolicy{}}};
 // What discoverNode reads from sysfs when libibverbs supplies the GID tables.
 const GidScan kFirstGidOnly{GidTables::kFirstOnly, {}};
 
-BENCHMARK_CAPTURE(BM_Discover, A100, "a100-roce", kWholeTables)
-    ->ArgName("threads")
-    ->Arg(1)
-    ->Arg(0)
-    ->Apply(wallAndProcessTime);
+BENCHMARK_CAPTURE(BM_Discover, A100, "a100-roce", kWholeTables)->Apply(wallAndProcessTime);
 BENCHMARK_CAPTURE(BM_Discover, A100UntilSelected, "a100-roce", kUntilSelected)
-    ->ArgName("threads")
-    ->Arg(1)
-    ->Arg(0)
     ->Apply(wallAndProcessTime);
 BENCHMARK_CAPTURE(BM_Discover, A100FirstGidOnly, "a100-roce", kFirstGidOnly)
-    ->ArgName("threads")
-    ->Arg(1)
-    ->Arg(0)
     ->Apply(wallAndProcessTime);
 
 void BM_ReferenceReadA100Files(benchmark::State& state) {
@@ -131,15 +119,8 @@ void BM_ReferenceReadA100Files(benchmark::State& state) {
 }
 BENCHMARK(BM_ReferenceReadA100Files)->Apply(wallAndProcessTime);
 
-BENCHMARK_CAPTURE(BM_Discover, Large16x2, "large-16x2", kWholeTables)
-    ->ArgName("threads")
-    ->Arg(1)
-    ->Arg(0)
-    ->Apply(wallAndProcessTime);
+BENCHMARK_CAPTURE(BM_Discover, Large16x2, "large-16x2", kWholeTables)->Apply(wallAndProcessTime);
 BENCHMARK_CAPTURE(BM_Discover, Large16x2UntilSelected, "large-16x2", kUntilSelected)
-    ->ArgName("threads")
-    ->Arg(1)
-    ->Arg(0)
     ->Apply(wallAndProcessTime);
 
 void BM_ReferenceReadLarge16x2Files(benchmark::State& state) {
@@ -155,19 +136,8 @@ void BM_ReadPortStatesA100(benchmark::State& state) {
     benchmark::DoNotOptimize(samples.data());
   }
 }
+// What the health watcher does each tick.
 BENCHMARK(BM_ReadPortStatesA100)->Unit(benchmark::kMicrosecond);
-
-// What the health watcher does each tick: the state files held open, one pread each.
-void BM_PortStateReaderA100(benchmark::State& state) {
-  const auto r = roots("a100-roce");
-  const auto known = discoverFromSysfs(r);
-  PortStateReader reader(r.sysfs_root);
-  for (auto _ : state) {
-    auto samples = reader.read(known);
-    benchmark::DoNotOptimize(samples.data());
-  }
-}
-BENCHMARK(BM_PortStateReaderA100)->Unit(benchmark::kMicrosecond);
 
 void BM_ReferenceReadA100StateFiles(benchmark::State& state) {
   readAll(state, stateFiles("a100-roce"));

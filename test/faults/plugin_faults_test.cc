@@ -127,8 +127,7 @@ protected:
                                    : std::lround(std::stod(text.substr(at + series.size() + 2)));
   }
 
-  // The baseline for leak checks: taken once the plugin is settled, after a few health ticks
-  // (the first one opens the port state files the health watcher then keeps open).
+  // The baseline for leak checks: taken once the plugin is settled, after a few health ticks.
   void baseline() {
     std::this_thread::sleep_for(milliseconds(300));
     before_ = figuresOf(plugin_->pid());

@@ -1,6 +1,5 @@
-// PoolResourceManager keeps each Allocate answer until the next health update (BENCHMARKS.md
-// "Device plugin"): a kept answer must be the one a fresh computation gives, a health update must
-// drop it, and its nccl.conf must be written again when the file went missing.
+// PoolResourceManager's Allocate answers follow the last health update and the granted HCAs, and
+// an answer's nccl.conf is written again when the file went missing.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -74,7 +73,7 @@ std::vector<std::string> hostPaths(const ContainerAllocation& allocation) {
   return paths;
 }
 
-TEST_F(AllocateAnswerTest, AKeptAnswerWritesItsNcclConfAgainWhenTheFileWentMissing) {
+TEST_F(AllocateAnswerTest, AnAnswerWritesItsNcclConfAgainWhenTheFileWentMissing) {
   StateWriter state(dir_.sub("state"));
   PoolResourceManager manager(pool("example.com/shared"), false, state);
   manager.update(health());
@@ -93,7 +92,7 @@ TEST_F(AllocateAnswerTest, AKeptAnswerWritesItsNcclConfAgainWhenTheFileWentMissi
   EXPECT_EQ(second->envs, first->envs);
 }
 
-TEST_F(AllocateAnswerTest, AHealthUpdateDropsTheKeptAnswers) {
+TEST_F(AllocateAnswerTest, AHealthUpdateChangesTheAnswers) {
   StateWriter state(dir_.sub("state"));
   PoolResourceManager manager(pool("example.com/shared"), false, state);
   manager.update(health());
@@ -135,12 +134,12 @@ TEST_F(AllocateAnswerTest, AHealthUpdateDropsTheKeptAnswers) {
   EXPECT_EQ(hostPaths(*again), hostPaths(*before));
 }
 
-TEST_F(AllocateAnswerTest, ExclusiveAnswersAreKeptPerSetOfGrantedHcas) {
+TEST_F(AllocateAnswerTest, ExclusiveAnswersFollowTheGrantedHcas) {
   StateWriter state(dir_.sub("state"));
   PoolResourceManager manager(pool("example.com/hca"), false, state);
   manager.update(health());
   const std::string one = pciAddress("mlx5_1"), two = pciAddress("mlx5_2");
-  // Each asked twice, in between the others, so a kept answer of the wrong set would show.
+  // Each asked twice, in between the others.
   for (int round = 0; round < 2; ++round) {
     auto a = manager.allocate({one});
     auto b = manager.allocate({two});

@@ -1,0 +1,22 @@
+#pragma once
+
+#include "common/metrics.h"
+
+// Every metric of rdma-device-plugin (docs/plugin.md "Metrics and health").
+namespace kube_rdma::plugin_metrics {
+
+inline constexpr MetricFamily kDevices{"kube_rdma_plugin_devices",
+                                       "Devices advertised per pool by health."};
+inline constexpr MetricFamily kAllocations{"kube_rdma_plugin_allocations_total",
+                                           "Allocate answers by outcome."};
+inline constexpr MetricFamily kRegistrations{"kube_rdma_plugin_registrations_total",
+                                             "Register calls to the kubelet."};
+inline constexpr MetricFamily kConfigReloads{"kube_rdma_plugin_config_reloads_total",
+                                             "Config reloads by outcome."};
+inline constexpr MetricFamily kListAndWatchSends{"kube_rdma_plugin_list_and_watch_sends_total",
+                                                 "Device lists sent to the kubelet."};
+inline constexpr MetricFamily kPortCounter{
+    "kube_rdma_port_counter",
+    "RDMA port counters from sysfs (counters/ and hw_counters/), read at scrape."};
+
+} // namespace kube_rdma::plugin_metrics
