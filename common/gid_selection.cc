@@ -27,9 +27,7 @@ bool inRange(const Gid& gid, const Cidr& cidr) {
 } // namespace
 
 Result<Cidr> parseCidr(std::string_view text) {
-  // Appended, not "\"" + std::string(text): GCC 12 at -O3 flags that with a false -Wrestrict.
-  std::string shown = "\"";
-  shown.append(text).append("\"");
+  const std::string shown = "\"" + std::string(text) + "\"";
   if (text.find(',') != std::string_view::npos) {
     return makeError("address range " + shown + ": one CIDR only (NCCL reads only the first)");
   }

@@ -27,11 +27,11 @@ struct WebhookFlags {
   // After SIGTERM: how long /readyz fails while requests are still answered, so the endpoint is
   // removed before the listener closes.
   std::chrono::seconds shutdown_delay{5};
+  // --help or --version: print this and exit 0 instead of running.
+  std::string exit_message;
 };
 
-// `args` excludes the program name. Flags take "--name=value" or "--name value".
+// Parses argv without argv[0] (common/command_line.h: "--name value" or "--name=value").
 Result<WebhookFlags> parseWebhookFlags(const std::vector<std::string>& args);
-
-std::string webhookUsage();
 
 } // namespace kube_rdma
