@@ -12,15 +12,13 @@ Result<RdmactlOptions> parseRdmactlArgs(const std::vector<std::string>& args) {
   app->require_subcommand(1);
   const CLI::Validator not_empty(
       [](const std::string& value) { return value.empty() ? "needs a non-empty value" : ""; }, "");
-  app->add_option("--sysfs-root", opts.sysfs_root, "sysfs to read")
-      ->type_name("DIR")
-      ->check(not_empty);
-  app->add_option("--proc-root", opts.proc_root, "procfs for the default route")
-      ->type_name("DIR")
-      ->check(not_empty);
-  app->add_option("--dev-root", opts.dev_root, "where /dev/infiniband nodes are checked")
-      ->type_name("DIR")
-      ->check(not_empty);
+  auto text = [&not_empty](CLI::App* on, const std::string& name, std::string& field,
+                           const std::string& type, const std::string& about) {
+    on->add_option(name, field, about)->type_name(type)->check(not_empty);
+  };
+  text(app.get(), "--sysfs-root", opts.sysfs_root, "DIR", "sysfs to read");
+  text(app.get(), "--proc-root", opts.proc_root, "DIR", "procfs for the default route");
+  text(app.get(), "--dev-root", opts.dev_root, "DIR", "where /dev/infiniband nodes are checked");
   app->add_flag("--json", opts.json, "JSON output");
 
   auto command = [&](const std::string& name, RdmactlCommand value, const std::string& about) {
@@ -34,12 +32,9 @@ Result<RdmactlOptions> parseRdmactlArgs(const std::vector<std::string>& args) {
       ->add_option("device", opts.device, "only this device");
   CLI::App* nccl = command("nccl-env", RdmactlCommand::kNcclEnv,
                            "the node's NCCL settings for a pool, as nccl.conf lines");
-  nccl->add_option("--pool", opts.pool, "the pool's resource name (default: the first with HCAs)")
-      ->type_name("NAME")
-      ->check(not_empty);
-  nccl->add_option("--config", opts.config, "plugin config file (default: the default pools)")
-      ->type_name("FILE")
-      ->check(not_empty);
+  text(nccl, "--pool", opts.pool, "NAME",
+       "the pool's resource name (default: the first with HCAs)");
+  text(nccl, "--config", opts.config, "FILE", "plugin config file (default: the default pools)");
   command("doctor", RdmactlCommand::kDoctor,
           "checks with a verdict and a hint each; exit 1 on a failure");
   CLI::App* help = app->add_subcommand("help", "this text");

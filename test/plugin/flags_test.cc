@@ -5,24 +5,35 @@
 namespace kube_rdma {
 namespace {
 
+// Every field as text, in declaration order, so that one comparison checks them all.
+std::vector<std::string> fields(const PluginFlags& f) {
+  auto duration = [](const std::optional<std::chrono::milliseconds>& d) {
+    return d ? std::to_string(d->count()) + "ms" : "unset";
+  };
+  return {f.config_path,
+          f.sysfs_root,
+          f.proc_root,
+          f.dev_root,
+          f.device_plugin_dir,
+          f.plugin_registry_dir,
+          f.state_dir,
+          f.metrics_address,
+          f.node_name,
+          f.log_format == LogFormat::kJson ? "json" : "text",
+          duration(f.resend_interval),
+          duration(f.health_interval),
+          f.cdi ? "cdi" : "no cdi",
+          f.cdi_dir,
+          f.exit_message};
+}
+
 TEST(PluginFlags, DefaultsAreTheNodePaths) {
   auto flags = parsePluginFlags({});
   ASSERT_TRUE(flags.ok()) << flags.error().message;
-  EXPECT_EQ(flags->config_path, "");
-  EXPECT_EQ(flags->sysfs_root, "/sys");
-  EXPECT_EQ(flags->proc_root, "/proc");
-  EXPECT_EQ(flags->dev_root, "/dev");
-  EXPECT_EQ(flags->device_plugin_dir, "/var/lib/kubelet/device-plugins");
-  EXPECT_EQ(flags->plugin_registry_dir, "/var/lib/kubelet/plugins_registry");
-  EXPECT_EQ(flags->state_dir, "/var/run/kube-rdma");
-  EXPECT_EQ(flags->metrics_address, "");
-  EXPECT_EQ(flags->node_name, "");
-  EXPECT_EQ(flags->log_format, LogFormat::kText);
-  EXPECT_FALSE(flags->resend_interval);
-  EXPECT_FALSE(flags->health_interval);
-  EXPECT_FALSE(flags->cdi);
-  EXPECT_EQ(flags->cdi_dir, "/var/run/cdi");
-  EXPECT_EQ(flags->exit_message, "");
+  EXPECT_EQ(fields(*flags), (std::vector<std::string>{
+                                "", "/sys", "/proc", "/dev", "/var/lib/kubelet/device-plugins",
+                                "/var/lib/kubelet/plugins_registry", "/var/run/kube-rdma", "", "",
+                                "text", "unset", "unset", "no cdi", "/var/run/cdi", ""}));
 }
 
 // The DaemonSet's arguments (manifests/base/device-plugin/daemonset.yaml) and every other flag,
@@ -49,20 +60,10 @@ TEST(PluginFlags, ReadsEveryFlagInBothForms) {
                                  "--cdi-dir",
                                  "/cdi"});
   ASSERT_TRUE(flags.ok()) << flags.error().message;
-  EXPECT_EQ(flags->config_path, "/etc/kube-rdma/plugin/config.json");
-  EXPECT_EQ(flags->sysfs_root, "/host/sys");
-  EXPECT_EQ(flags->proc_root, "/x/proc");
-  EXPECT_EQ(flags->dev_root, "/host/dev");
-  EXPECT_EQ(flags->device_plugin_dir, "/dp");
-  EXPECT_EQ(flags->plugin_registry_dir, "/reg");
-  EXPECT_EQ(flags->state_dir, "/state");
-  EXPECT_EQ(flags->metrics_address, "10.0.0.1:9400");
-  EXPECT_EQ(flags->node_name, "node-1");
-  EXPECT_EQ(flags->log_format, LogFormat::kJson);
-  EXPECT_EQ(*flags->resend_interval, std::chrono::minutes(2));
-  EXPECT_EQ(*flags->health_interval, std::chrono::milliseconds(250));
-  EXPECT_TRUE(flags->cdi);
-  EXPECT_EQ(flags->cdi_dir, "/cdi");
+  EXPECT_EQ(fields(*flags),
+            (std::vector<std::string>{"/etc/kube-rdma/plugin/config.json", "/host/sys", "/x/proc",
+                                      "/host/dev", "/dp", "/reg", "/state", "10.0.0.1:9400",
+                                      "node-1", "json", "120000ms", "250ms", "cdi", "/cdi", ""}));
 }
 
 TEST(PluginFlags, BareDurationsAreSecondsAndSwitchesTakeTrueOrFalse) {
