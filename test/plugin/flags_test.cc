@@ -98,7 +98,7 @@ TEST(PluginFlags, ErrorsNameTheFlagAndTheValue) {
            {{"--resend-interval", "0s"}, "--resend-interval: '0s' is outside 1ms..24h"},
            {{"--health-interval", "5d"}, "--health-interval: '5d' is not a duration"},
            {{"--log-format", "xml"}, "--log-format: must be text or json, not 'xml'"},
-           {{"--cdi=maybe"}, "--cdi"},
+           {{"--cdi=maybe"}, "Could not convert: --cdi = maybe"},
            {{"stray"}, "unexpected argument: stray"}}) {
     auto flags = parsePluginFlags(c.args);
     ASSERT_FALSE(flags.ok()) << c.expected;
