@@ -30,15 +30,11 @@ struct PluginFlags {
   std::optional<std::chrono::milliseconds> health_interval;
   bool cdi = false;
   std::string cdi_dir = "/var/run/cdi";
-  bool help = false;
+  // --help or --version: print this and exit 0 instead of running.
+  std::string exit_message;
 };
 
-// Parses argv (without argv[0]); "--name value" and "--name=value" both work.
+// Parses argv without argv[0] (common/command_line.h: "--name value" or "--name=value").
 Result<PluginFlags> parsePluginFlags(const std::vector<std::string>& args);
-
-// "250ms", "30s", "2m", or a bare number of seconds.
-Result<std::chrono::milliseconds> parseDuration(const std::string& text);
-
-std::string pluginUsage();
 
 } // namespace kube_rdma

@@ -21,11 +21,11 @@ int main(int argc, char** argv) {
   mallopt(M_ARENA_MAX, 1);
   auto flags = parsePluginFlags(std::vector<std::string>(argv + 1, argv + argc));
   if (!flags) {
-    std::cerr << "rdma-device-plugin: " << flags.error().message << "\n";
+    std::cerr << "rdma-device-plugin: " << flags.error().message << " (see --help)\n";
     return 2;
   }
-  if (flags->help) {
-    std::cout << pluginUsage();
+  if (!flags->exit_message.empty()) {
+    std::cout << flags->exit_message;
     return 0;
   }
   // SIGTERM and SIGINT are taken by one thread with sigwait; block them before any other thread

@@ -9,7 +9,7 @@ seconds=${1:-10}
 build_dir=${FUZZ_BUILD_DIR:-build-fuzz}
 if [[ ! -f "$build_dir/build.ninja" ]]; then
   CC=clang CXX=clang++ cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DKUBE_RDMA_FUZZ=ON -DKUBE_RDMA_SANITIZE=address >/dev/null
+    -DKUBE_RDMA_FUZZ=ON -DKUBE_RDMA_SANITIZE=address -DKUBE_RDMA_WERROR=ON >/dev/null
 fi
 cmake --build "$build_dir" -j "${JOBS:-2}" --target fuzz_targets
 failed=0

@@ -4,8 +4,9 @@
 # non-zero on any warning. Not part of CI: a full run takes several minutes on two cores.
 #   scripts/tidy.sh                  all sources
 #   scripts/tidy.sh common/pools.cc  only the files named
-# $TIDY_BUILD_DIR (default build-tidy) is configured with clang and a compile database on first
-# use; the proto target is built there because sources include its generated headers.
+# $TIDY_BUILD_DIR (default build-tidy) is configured with clang, the benchmarks and a compile
+# database on first use; the proto target is built there because sources include its generated
+# headers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${TIDY_BUILD_DIR:-build-tidy}
@@ -13,7 +14,7 @@ clang_tidy=${CLANG_TIDY:-clang-tidy-14}
 
 if [[ ! -f "$build_dir/compile_commands.json" ]]; then
   CC=clang CXX=clang++ cmake -S . -B "$build_dir" -G Ninja -DCMAKE_EXPORT_COMPILE_COMMANDS=ON \
-    >/dev/null
+    -DKUBE_RDMA_BENCHMARKS=ON >/dev/null
 fi
 cmake --build "$build_dir" -j "${JOBS:-2}" --target kube_rdma_proto >/dev/null
 

@@ -123,7 +123,7 @@ build_grpc
 if [[ ! -f "$build_dir/build.ninja" ]]; then
   CC=clang CXX=clang++ cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
     "-DCMAKE_CXX_FLAGS_DEBUG=-O0 -gline-tables-only" "-DCMAKE_C_FLAGS_DEBUG=-O0 -gline-tables-only" \
-    -DKUBE_RDMA_SANITIZE=thread >/dev/null
+    -DKUBE_RDMA_SANITIZE=thread -DKUBE_RDMA_WERROR=ON >/dev/null
 fi
 cmake --build "$build_dir" -j "$jobs" --target fixtures plugin_tests
 # The child rdma-device-plugin inherits all three, so it loads the same copies and suppressions.

@@ -1,113 +1,77 @@
 #include "webhook/flags.h"
 
-#include <algorithm>
-#include <charconv>
-#include <map>
+#include "common/command_line.h"
 
 namespace kube_rdma {
 namespace {
 
-Result<long> parseNumber(const std::string& flag, const std::string& text, long min, long max) {
-  long value = 0;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc() || end != text.data() + text.size() || value < min || value > max) {
-    return makeError(flag + ": expected a whole number in [" + std::to_string(min) + ", " +
-                     std::to_string(max) + "], got \"" + text + "\"");
-  }
-  return value;
+// Stores a duration flag in whole seconds, the resolution the server's timers use.
+StoreDuration wholeSeconds(std::chrono::seconds& field) {
+  return [&field](std::chrono::milliseconds duration) -> std::string {
+    if (duration.count() % 1000 != 0) {
+      return "'" + formatDuration(duration) + "' is not a whole number of seconds";
+    }
+    field = std::chrono::duration_cast<std::chrono::seconds>(duration);
+    return "";
+  };
+}
+
+// Checks HOST:PORT with parseListenAddress and hands the result to `store`.
+StoreText listenAddress(std::function<void(const std::string&, const ListenAddress&)> store) {
+  return [store = std::move(store)](const std::string& text) -> std::string {
+    Result<ListenAddress> address = parseListenAddress(text);
+    if (!address) {
+      return address.error().message;
+    }
+    store(text, *address);
+    return "";
+  };
 }
 
 } // namespace
 
 Result<WebhookFlags> parseWebhookFlags(const std::vector<std::string>& args) {
-  std::map<std::string, std::string> values;
-  static const std::vector<std::string> kKnown = {
-      "--tls-cert-file",   "--tls-private-key-file", "--listen-address", "--policy",
-      "--metrics-address", "--log-format",           "--threads",        "--shutdown-delay",
-      "--max-connections", "--request-timeout"};
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string name = args[i];
-    std::string value;
-    if (const size_t eq = name.find('='); eq != std::string::npos) {
-      value = name.substr(eq + 1);
-      name = name.substr(0, eq);
-    } else if (i + 1 < args.size()) {
-      value = args[++i];
-    } else {
-      return makeError(name + ": missing value");
-    }
-    if (std::find(kKnown.begin(), kKnown.end(), name) == kKnown.end()) {
-      return makeError("unknown flag " + name);
-    }
-    values[name] = value;
-  }
-
   WebhookFlags flags;
-  flags.tls_cert_file = values["--tls-cert-file"];
-  flags.tls_private_key_file = values["--tls-private-key-file"];
-  if (flags.tls_cert_file.empty() || flags.tls_private_key_file.empty()) {
-    return makeError("--tls-cert-file and --tls-private-key-file are required");
-  }
-  if (values.count("--listen-address") != 0) {
-    Result<ListenAddress> listen = parseListenAddress(values["--listen-address"]);
-    if (!listen.ok()) {
-      return makeError("--listen-address: " + listen.error().message);
-    }
-    flags.listen = *listen;
-  }
-  flags.policy_file = values["--policy"];
-  flags.metrics_address = values["--metrics-address"];
-  if (!flags.metrics_address.empty()) {
-    Result<ListenAddress> metrics = parseListenAddress(flags.metrics_address);
-    if (!metrics.ok()) {
-      return makeError("--metrics-address: " + metrics.error().message);
-    }
-  }
-  if (values.count("--log-format") != 0 &&
-      !parseLogFormat(values["--log-format"], flags.log_format)) {
-    return makeError("--log-format: expected text or json, got \"" + values["--log-format"] + "\"");
-  }
-  if (values.count("--threads") != 0) {
-    Result<long> threads = parseNumber("--threads", values["--threads"], 2, 1024);
-    if (!threads.ok()) {
-      return threads.error();
-    }
-    flags.threads = static_cast<size_t>(*threads);
-  }
-  if (values.count("--max-connections") != 0) {
-    Result<long> cap = parseNumber("--max-connections", values["--max-connections"], 2, 65536);
-    if (!cap.ok()) {
-      return cap.error();
-    }
-    flags.max_connections = static_cast<size_t>(*cap);
-  }
-  if (flags.max_connections < flags.threads) {
-    return makeError("--max-connections (" + std::to_string(flags.max_connections) +
-                     ") is below --threads (" + std::to_string(flags.threads) + ")");
-  }
-  if (values.count("--request-timeout") != 0) {
-    Result<long> timeout = parseNumber("--request-timeout", values["--request-timeout"], 1, 300);
-    if (!timeout.ok()) {
-      return timeout.error();
-    }
-    flags.request_timeout = std::chrono::seconds(*timeout);
-  }
-  if (values.count("--shutdown-delay") != 0) {
-    Result<long> delay = parseNumber("--shutdown-delay", values["--shutdown-delay"], 0, 300);
-    if (!delay.ok()) {
-      return delay.error();
-    }
-    flags.shutdown_delay = std::chrono::seconds(*delay);
-  }
-  return flags;
-}
+  auto app = makeApp("rdma-webhook", "rdma-webhook: the mutating admission webhook of kube-rdma.");
+  app->add_option("--tls-cert-file", flags.tls_cert_file, "serving certificate chain (PEM)")
+      ->type_name("FILE")
+      ->required();
+  app->add_option("--tls-private-key-file", flags.tls_private_key_file, "its private key (PEM)")
+      ->type_name("FILE")
+      ->required();
+  addCheckedOption(*app, "--listen-address",
+                   listenAddress([&flags](const std::string&, const ListenAddress& address) {
+                     flags.listen = address;
+                   }),
+                   "HTTPS address of /mutate, /healthz, /readyz and /metrics (default :8443)")
+      ->type_name("HOST:PORT");
+  app->add_option("--policy", flags.policy_file, "policy (JSON); default: the built-in policy")
+      ->type_name("FILE");
+  addCheckedOption(*app, "--metrics-address",
+                   listenAddress([&flags](const std::string& text, const ListenAddress&) {
+                     flags.metrics_address = text;
+                   }),
+                   "also serve /metrics over plain HTTP here (default: off)")
+      ->type_name("HOST:PORT");
+  addLogFormatOption(*app, flags.log_format);
+  app->add_option("--max-connections", flags.max_connections,
+                  "connections served at once, a thread each; the rest wait")
+      ->type_name("N")
+      ->check(CLI::Range(2, 65536));
+  addDurationOption(*app, "--request-timeout", std::chrono::seconds(1), std::chrono::seconds(300),
+                    wholeSeconds(flags.request_timeout),
+                    "time for a request after the keep-alive wait (default 5s)");
+  addDurationOption(
+      *app, "--shutdown-delay", std::chrono::seconds(0), std::chrono::seconds(300),
+      wholeSeconds(flags.shutdown_delay),
+      "after SIGTERM, how long /readyz fails before the listener closes (default 5s)");
 
-std::string webhookUsage() {
-  return "usage: rdma-webhook --tls-cert-file FILE --tls-private-key-file FILE\n"
-         "         [--listen-address HOST:PORT (:8443)] [--policy FILE]\n"
-         "         [--metrics-address HOST:PORT] [--log-format text|json]\n"
-         "         [--threads N (64)] [--max-connections N (1024)]\n"
-         "         [--request-timeout SECONDS (5)] [--shutdown-delay SECONDS (5)]\n";
+  Result<std::string> parsed = parseArgs(*app, args);
+  if (!parsed) {
+    return parsed.error();
+  }
+  flags.exit_message = std::move(*parsed);
+  return flags;
 }
 
 } // namespace kube_rdma

@@ -19,19 +19,18 @@ struct WebhookFlags {
   std::string policy_file;     // empty: the default policy
   std::string metrics_address; // empty: /metrics only on the HTTPS port
   LogFormat log_format = LogFormat::kText;
-  size_t threads = 64;
-  // Connection threads grow from `threads` up to this; connections beyond are refused.
+  // One thread per connection, started as connections come; connections beyond wait.
   size_t max_connections = 1024;
   // A connection is cut after the keep-alive wait (5 s) plus this without an answered request.
   std::chrono::seconds request_timeout{5};
   // After SIGTERM: how long /readyz fails while requests are still answered, so the endpoint is
   // removed before the listener closes.
   std::chrono::seconds shutdown_delay{5};
+  // --help or --version: print this and exit 0 instead of running.
+  std::string exit_message;
 };
 
-// `args` excludes the program name. Flags take "--name=value" or "--name value".
+// Parses argv without argv[0] (common/command_line.h: "--name value" or "--name=value").
 Result<WebhookFlags> parseWebhookFlags(const std::vector<std::string>& args);
-
-std::string webhookUsage();
 
 } // namespace kube_rdma

@@ -168,8 +168,12 @@ int run(const WebhookFlags& flags, Reviewer review) {
 int runWebhook(const std::string& program, const std::vector<std::string>& args, Reviewer review) {
   Result<WebhookFlags> flags = parseWebhookFlags(args);
   if (!flags.ok()) {
-    std::cerr << program << ": " << flags.error().message << "\n" << webhookUsage();
+    std::cerr << program << ": " << flags.error().message << " (see --help)\n";
     return 2;
+  }
+  if (!flags->exit_message.empty()) {
+    std::cout << flags->exit_message;
+    return 0;
   }
   return run(*flags, std::move(review));
 }

@@ -1,93 +1,56 @@
 #include "plugin/rdmactl/cli.h"
 
-#include <map>
+#include "common/command_line.h"
 
 namespace kube_rdma {
 
-std::string rdmactlUsage() {
-  return "usage: rdmactl [--sysfs-root DIR] [--proc-root DIR] [--dev-root DIR] [--json] COMMAND\n"
-         "\n"
-         "commands:\n"
-         "  devices                 RDMA devices, ports and netdevs (like ibdev2netdev -v), GPUs\n"
-         "  gids [DEVICE]           GID tables (like show_gids)\n"
-         "  nccl-env [--pool NAME] [--config FILE]\n"
-         "                          the node's NCCL settings for a pool, as nccl.conf lines\n"
-         "  doctor                  checks with a verdict and a hint each; exit 1 on a failure\n"
-         "\n"
-         "  --sysfs-root DIR   sysfs to read (default /sys)\n"
-         "  --proc-root DIR    procfs for the default route (default /proc)\n"
-         "  --dev-root DIR     where /dev/infiniband nodes are checked (default /dev)\n"
-         "  --json             JSON output\n";
-}
-
 Result<RdmactlOptions> parseRdmactlArgs(const std::vector<std::string>& args) {
-  static const std::map<std::string, RdmactlCommand> kCommands = {
-      {"devices", RdmactlCommand::kDevices},
-      {"gids", RdmactlCommand::kGids},
-      {"nccl-env", RdmactlCommand::kNcclEnv},
-      {"doctor", RdmactlCommand::kDoctor},
-      {"help", RdmactlCommand::kHelp}};
   RdmactlOptions opts;
-  bool have_command = false;
-  std::vector<std::string> positional;
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string arg = args[i];
-    if (arg == "--json") {
-      opts.json = true;
-      continue;
+  auto app = makeApp("rdmactl", "rdmactl: RDMA devices, GIDs and NCCL settings of this node.");
+  // Global flags after the command are the parent's: the command passes what it lacks up.
+  app->fallthrough();
+  app->require_subcommand(1);
+  const CLI::Validator not_empty(
+      [](const std::string& value) { return value.empty() ? "needs a non-empty value" : ""; }, "");
+  auto text = [&not_empty](CLI::App* on, const std::string& name, std::string& field,
+                           const std::string& type, const std::string& about) {
+    on->add_option(name, field, about)->type_name(type)->check(not_empty);
+  };
+  text(app.get(), "--sysfs-root", opts.sysfs_root, "DIR", "sysfs to read");
+  text(app.get(), "--proc-root", opts.proc_root, "DIR", "procfs for the default route");
+  text(app.get(), "--dev-root", opts.dev_root, "DIR", "where /dev/infiniband nodes are checked");
+  app->add_flag("--json", opts.json, "JSON output");
+
+  auto command = [&](const std::string& name, RdmactlCommand value, const std::string& about) {
+    CLI::App* sub = app->add_subcommand(name, about);
+    sub->callback([&opts, value] { opts.command = value; });
+    return sub;
+  };
+  command("devices", RdmactlCommand::kDevices,
+          "RDMA devices, ports and netdevs (like ibdev2netdev -v), GPUs");
+  command("gids", RdmactlCommand::kGids, "GID tables (like show_gids)")
+      ->add_option("device", opts.device, "only this device");
+  CLI::App* nccl = command("nccl-env", RdmactlCommand::kNcclEnv,
+                           "the node's NCCL settings for a pool, as nccl.conf lines");
+  text(nccl, "--pool", opts.pool, "NAME",
+       "the pool's resource name (default: the first with HCAs)");
+  text(nccl, "--config", opts.config, "FILE", "plugin config file (default: the default pools)");
+  command("doctor", RdmactlCommand::kDoctor,
+          "checks with a verdict and a hint each; exit 1 on a failure");
+  CLI::App* help = app->add_subcommand("help", "this text");
+
+  Result<std::string> parsed = parseArgs(*app, args);
+  if (!parsed) {
+    // CLI11 reports a missing command before an unknown one: name the word that was typed.
+    if (app->get_subcommands().empty() && !app->remaining().empty()) {
+      return makeError("unknown command: " + app->remaining().front());
     }
-    if (arg == "-h" || arg == "--help") {
-      opts.command = RdmactlCommand::kHelp;
-      return opts;
-    }
-    if (arg.rfind("--", 0) == 0) {
-      std::string value;
-      const size_t eq = arg.find('=');
-      if (eq != std::string::npos) {
-        value = arg.substr(eq + 1);
-        arg = arg.substr(0, eq);
-      } else if (i + 1 < args.size()) {
-        value = args[++i];
-      } else {
-        return makeError(arg + " needs a value");
-      }
-      std::string* target = arg == "--sysfs-root"  ? &opts.sysfs_root
-                            : arg == "--proc-root" ? &opts.proc_root
-                            : arg == "--dev-root"  ? &opts.dev_root
-                            : arg == "--pool"      ? &opts.pool
-                            : arg == "--config"    ? &opts.config
-                                                   : nullptr;
-      if (target == nullptr) {
-        return makeError("unknown flag " + arg);
-      }
-      if (value.empty()) {
-        return makeError(arg + " needs a non-empty value");
-      }
-      *target = value;
-      continue;
-    }
-    if (!have_command) {
-      const auto it = kCommands.find(arg);
-      if (it == kCommands.end()) {
-        return makeError("unknown command \"" + arg + "\"");
-      }
-      opts.command = it->second;
-      have_command = true;
-      continue;
-    }
-    positional.push_back(arg);
+    return parsed.error();
   }
-  if (!have_command) {
-    return makeError("no command given");
-  }
-  if ((!opts.pool.empty() || !opts.config.empty()) && opts.command != RdmactlCommand::kNcclEnv) {
-    return makeError("--pool and --config apply to nccl-env only");
-  }
-  if (opts.command == RdmactlCommand::kGids && positional.size() == 1) {
-    opts.device = positional[0];
-  } else if (!positional.empty()) {
-    return makeError("unexpected argument \"" + positional[0] + "\"");
-  }
+  // app->help() would describe the `help` command itself, the one selected.
+  opts.exit_message = help->parsed() ? app->get_formatter()->make_help(app.get(), "rdmactl",
+                                                                       CLI::AppFormatMode::Normal)
+                                     : std::move(*parsed);
   return opts;
 }
 

@@ -93,10 +93,6 @@ int fail(const std::string& message) {
 }
 
 int run(const RdmactlOptions& opts) {
-  if (opts.command == RdmactlCommand::kHelp) {
-    std::cout << rdmactlUsage();
-    return 0;
-  }
   Logger logger(std::cerr, LogFormat::kText,
                 opts.command == RdmactlCommand::kDoctor ? LogLevel::kInfo : LogLevel::kWarn);
   const NodeTopology topo = discoverNode({opts.sysfs_root, opts.proc_root}, logger);
@@ -148,8 +144,6 @@ int run(const RdmactlOptions& opts) {
     std::cout << (opts.json ? renderChecksJson(checks) : renderChecksText(checks));
     return anyFailed(checks) ? 1 : 0;
   }
-  case RdmactlCommand::kHelp: // answered above, without reading sysfs
-    break;
   }
   return 0;
 }
@@ -160,8 +154,12 @@ int run(const RdmactlOptions& opts) {
 int main(int argc, char** argv) {
   auto opts = kube_rdma::parseRdmactlArgs(std::vector<std::string>(argv + 1, argv + argc));
   if (!opts) {
-    std::cerr << "rdmactl: " << opts.error().message << "\n\n" << kube_rdma::rdmactlUsage();
+    std::cerr << "rdmactl: " << opts.error().message << " (see --help)\n";
     return 2;
+  }
+  if (!opts->exit_message.empty()) {
+    std::cout << opts->exit_message;
+    return 0;
   }
   return kube_rdma::run(*opts);
 }

@@ -5,46 +5,104 @@
 namespace kube_rdma {
 namespace {
 
+// Every field as text, in declaration order, so that one comparison checks them all.
+std::vector<std::string> fields(const PluginFlags& f) {
+  auto duration = [](const std::optional<std::chrono::milliseconds>& d) {
+    return d ? std::to_string(d->count()) + "ms" : "unset";
+  };
+  return {f.config_path,
+          f.sysfs_root,
+          f.proc_root,
+          f.dev_root,
+          f.device_plugin_dir,
+          f.plugin_registry_dir,
+          f.state_dir,
+          f.metrics_address,
+          f.node_name,
+          f.log_format == LogFormat::kJson ? "json" : "text",
+          duration(f.resend_interval),
+          duration(f.health_interval),
+          f.cdi ? "cdi" : "no cdi",
+          f.cdi_dir,
+          f.exit_message};
+}
+
 TEST(PluginFlags, DefaultsAreTheNodePaths) {
   auto flags = parsePluginFlags({});
-  ASSERT_TRUE(flags.ok());
-  EXPECT_EQ(flags->sysfs_root, "/sys");
-  EXPECT_EQ(flags->device_plugin_dir, "/var/lib/kubelet/device-plugins");
-  EXPECT_EQ(flags->plugin_registry_dir, "/var/lib/kubelet/plugins_registry");
-  EXPECT_EQ(flags->state_dir, "/var/run/kube-rdma");
-  EXPECT_FALSE(flags->resend_interval);
+  ASSERT_TRUE(flags.ok()) << flags.error().message;
+  EXPECT_EQ(fields(*flags), (std::vector<std::string>{
+                                "", "/sys", "/proc", "/dev", "/var/lib/kubelet/device-plugins",
+                                "/var/lib/kubelet/plugins_registry", "/var/run/kube-rdma", "", "",
+                                "text", "unset", "unset", "no cdi", "/var/run/cdi", ""}));
+}
+
+// The DaemonSet's arguments (manifests/base/device-plugin/daemonset.yaml) and every other flag,
+// in both spellings.
+TEST(PluginFlags, ReadsEveryFlagInBothForms) {
+  auto flags = parsePluginFlags({"--config=/etc/kube-rdma/plugin/config.json",
+                                 "--sysfs-root=/host/sys",
+                                 "--proc-root",
+                                 "/x/proc",
+                                 "--dev-root",
+                                 "/host/dev",
+                                 "--device-plugin-dir=/dp",
+                                 "--plugin-registry-dir",
+                                 "/reg",
+                                 "--state-dir=/state",
+                                 "--metrics-address=10.0.0.1:9400",
+                                 "--node-name",
+                                 "node-1",
+                                 "--log-format=json",
+                                 "--resend-interval",
+                                 "2m",
+                                 "--health-interval=250ms",
+                                 "--cdi",
+                                 "--cdi-dir",
+                                 "/cdi"});
+  ASSERT_TRUE(flags.ok()) << flags.error().message;
+  EXPECT_EQ(fields(*flags),
+            (std::vector<std::string>{"/etc/kube-rdma/plugin/config.json", "/host/sys", "/x/proc",
+                                      "/host/dev", "/dp", "/reg", "/state", "10.0.0.1:9400",
+                                      "node-1", "json", "120000ms", "250ms", "cdi", "/cdi", ""}));
+}
+
+TEST(PluginFlags, BareDurationsAreSecondsAndSwitchesTakeTrueOrFalse) {
+  auto flags = parsePluginFlags({"--resend-interval=30", "--health-interval", "1", "--cdi=false"});
+  ASSERT_TRUE(flags.ok()) << flags.error().message;
+  EXPECT_EQ(*flags->resend_interval, std::chrono::seconds(30));
+  EXPECT_EQ(*flags->health_interval, std::chrono::seconds(1));
   EXPECT_FALSE(flags->cdi);
 }
 
-TEST(PluginFlags, BothSpellingsDurationsAndSwitches) {
-  auto flags = parsePluginFlags({"--sysfs-root=/x/sys", "--dev-root", "/x/dev", "--resend-interval",
-                                 "2m", "--health-interval=250ms", "--cdi", "--log-format", "json"});
-  ASSERT_TRUE(flags.ok()) << flags.error().message;
-  EXPECT_EQ(flags->sysfs_root, "/x/sys");
-  EXPECT_EQ(flags->dev_root, "/x/dev");
-  EXPECT_EQ(*flags->resend_interval, std::chrono::minutes(2));
-  EXPECT_EQ(*flags->health_interval, std::chrono::milliseconds(250));
-  EXPECT_TRUE(flags->cdi);
-  EXPECT_EQ(flags->log_format, LogFormat::kJson);
+TEST(PluginFlags, HelpAndVersionAnswerInsteadOfRunning) {
+  auto help = parsePluginFlags({"--sysfs-root=/x", "--help"});
+  ASSERT_TRUE(help.ok()) << help.error().message;
+  EXPECT_NE(help->exit_message.find("Usage: rdma-device-plugin"), std::string::npos);
+  EXPECT_NE(help->exit_message.find("--health-interval DURATION"), std::string::npos)
+      << help->exit_message;
+  auto version = parsePluginFlags({"--version"});
+  ASSERT_TRUE(version.ok()) << version.error().message;
+  EXPECT_EQ(version->exit_message.rfind("rdma-device-plugin ", 0), 0u) << version->exit_message;
 }
 
-TEST(PluginFlags, ErrorsNameTheFlag) {
+TEST(PluginFlags, ErrorsNameTheFlagAndTheValue) {
   struct Case {
     std::vector<std::string> args;
     std::string expected;
   };
   for (const auto& c : std::vector<Case>{
-           {{"--bogus"}, "unknown flag --bogus"},
-           {{"--config"}, "--config needs a value"},
-           {{"--resend-interval", "soon"}, "--resend-interval: 'soon' is not a duration"},
-           {{"--resend-interval", "0s"}, "--resend-interval: must be more than zero"},
-           {{"--health-interval", "5h"}, "unknown unit 'h'"},
-           {{"--log-format", "xml"}, "--log-format: must be text or json"},
-           {{"--cdi=maybe"}, "--cdi takes no value or true/false"},
-           {{"stray"}, "unexpected argument 'stray'"}}) {
+           {{"--bogus"}, "unexpected argument: --bogus"},
+           {{"--config"}, "--config: 1 required FILE missing"},
+           {{"--resend-interval", "soon"},
+            "--resend-interval: 'soon' is not a duration (examples: 500ms, 5s, 1m30s)"},
+           {{"--resend-interval", "0s"}, "--resend-interval: '0s' is outside 1ms..24h"},
+           {{"--health-interval", "5d"}, "--health-interval: '5d' is not a duration"},
+           {{"--log-format", "xml"}, "--log-format: must be text or json, not 'xml'"},
+           {{"--cdi=maybe"}, "Could not convert: --cdi = maybe"},
+           {{"stray"}, "unexpected argument: stray"}}) {
     auto flags = parsePluginFlags(c.args);
     ASSERT_FALSE(flags.ok()) << c.expected;
-    EXPECT_NE(flags.error().message.find(c.expected), std::string::npos) << flags.error().message;
+    EXPECT_EQ(flags.error().message.rfind(c.expected, 0), 0u) << flags.error().message;
   }
 }
 

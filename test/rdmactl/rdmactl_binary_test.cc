@@ -45,7 +45,7 @@ TEST(RdmactlBinary, HelpNeedsNoSysfs) {
   const auto r = runCommand(std::string(RDMACTL_BINARY) +
                             " --sysfs-root /nonexistent-kube-rdma-root help 2>&1");
   EXPECT_EQ(r.exit_code, 0);
-  EXPECT_EQ(r.out.rfind("usage: rdmactl", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("Usage: rdmactl"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("warning"), std::string::npos) << r.out;
 }
 

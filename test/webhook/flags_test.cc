@@ -21,13 +21,18 @@ TEST(WebhookFlags, DefaultsMatchTheDesign) {
   EXPECT_EQ(flags->listen.host, "0.0.0.0");
   EXPECT_EQ(flags->listen.port, 8443);
   EXPECT_EQ(flags->policy_file, "");
+  EXPECT_EQ(flags->metrics_address, "");
   EXPECT_EQ(flags->log_format, LogFormat::kText);
+  EXPECT_EQ(flags->max_connections, 1024u);
+  EXPECT_EQ(flags->request_timeout, std::chrono::seconds(5));
+  EXPECT_EQ(flags->shutdown_delay, std::chrono::seconds(5));
+  EXPECT_EQ(flags->exit_message, "");
 }
 
 TEST(WebhookFlags, ReadsEveryFlagInBothForms) {
   Result<WebhookFlags> flags = parseWebhookFlags(
       with({"--listen-address=[::1]:9443", "--policy", "/p.json", "--metrics-address", ":9090",
-            "--log-format=json", "--threads", "16", "--shutdown-delay=0", "--max-connections=300",
+            "--log-format=json", "--shutdown-delay=0", "--max-connections=300",
             "--request-timeout", "2"}));
   ASSERT_TRUE(flags.ok()) << flags.error().message;
   EXPECT_EQ(flags->listen.host, "::1");
@@ -35,34 +40,60 @@ TEST(WebhookFlags, ReadsEveryFlagInBothForms) {
   EXPECT_EQ(flags->policy_file, "/p.json");
   EXPECT_EQ(flags->metrics_address, ":9090");
   EXPECT_EQ(flags->log_format, LogFormat::kJson);
-  EXPECT_EQ(flags->threads, 16u);
   EXPECT_EQ(flags->shutdown_delay.count(), 0);
   EXPECT_EQ(flags->max_connections, 300u);
   EXPECT_EQ(flags->request_timeout.count(), 2);
 }
 
-TEST(WebhookFlags, ErrorsNameTheFlag) {
+TEST(WebhookFlags, DurationsTakeUnits) {
+  Result<WebhookFlags> flags =
+      parseWebhookFlags(with({"--request-timeout=1m", "--shutdown-delay", "2m30s"}));
+  ASSERT_TRUE(flags.ok()) << flags.error().message;
+  EXPECT_EQ(flags->request_timeout, std::chrono::seconds(60));
+  EXPECT_EQ(flags->shutdown_delay, std::chrono::seconds(150));
+}
+
+TEST(WebhookFlags, HelpAndVersionNeedNoCertificates) {
+  Result<WebhookFlags> help = parseWebhookFlags({"--help"});
+  ASSERT_TRUE(help.ok()) << help.error().message;
+  EXPECT_NE(help->exit_message.find("Usage: rdma-webhook"), std::string::npos);
+  EXPECT_NE(help->exit_message.find("--tls-cert-file FILE REQUIRED"), std::string::npos)
+      << help->exit_message;
+  Result<WebhookFlags> version = parseWebhookFlags({"--version"});
+  ASSERT_TRUE(version.ok()) << version.error().message;
+  EXPECT_EQ(version->exit_message.rfind("rdma-webhook ", 0), 0u) << version->exit_message;
+}
+
+TEST(WebhookFlags, ErrorsNameTheFlagAndTheValue) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
-      {{}, "--tls-cert-file"},
-      {with({"--listen-address", "8443"}), "--listen-address"},
-      {with({"--listen-address", ":99999"}), "--listen-address"},
-      {with({"--listen-address", "::1:8443"}), "brackets"},
-      {with({"--metrics-address", "x"}), "--metrics-address"},
-      {with({"--log-format", "yaml"}), "--log-format"},
-      {with({"--threads", "1"}), "--threads"},
-      {with({"--threads", "many"}), "--threads"},
-      {with({"--max-connections", "0"}), "--max-connections"},
-      {with({"--threads", "128", "--max-connections", "100"}), "is below --threads (128)"},
-      {with({"--request-timeout", "0"}), "--request-timeout"},
-      {with({"--request-timeout", "5s"}), "--request-timeout"},
-      {with({"--verbose", "1"}), "unknown flag --verbose"},
-      {with({"--policy"}), "--policy: missing value"},
+      {{}, "--tls-cert-file is required"},
+      {{"--tls-cert-file=/c"}, "--tls-private-key-file is required"},
+      {with({"--listen-address", "8443"}), "--listen-address: "},
+      {with({"--listen-address", ":99999"}), "--listen-address: "},
+      {with({"--listen-address", "::1:8443"}), "--listen-address: "},
+      {with({"--metrics-address", "x"}), "--metrics-address: "},
+      {with({"--log-format", "yaml"}), "--log-format: must be text or json, not 'yaml'"},
+      {with({"--max-connections", "many"}),
+       "--max-connections: Value many not in range 2 to 65536"},
+      {with({"--max-connections", "0"}), "--max-connections: Value 0 not in range 2 to 65536"},
+      {with({"--request-timeout", "0"}), "--request-timeout: '0' is outside 1s..5m"},
+      {with({"--request-timeout", "1500ms"}),
+       "--request-timeout: '1500ms' is not a whole number of seconds"},
+      {with({"--shutdown-delay", "soon"}),
+       "--shutdown-delay: 'soon' is not a duration (examples: 500ms, 5s, 1m30s)"},
+      {with({"--verbose", "1"}), "unexpected arguments: --verbose 1"},
+      {with({"--policy"}), "--policy: 1 required FILE missing"},
   };
   for (const auto& [args, message] : cases) {
     Result<WebhookFlags> flags = parseWebhookFlags(args);
     ASSERT_FALSE(flags.ok()) << message;
-    EXPECT_NE(flags.error().message.find(message), std::string::npos) << flags.error().message;
+    EXPECT_EQ(flags.error().message.rfind(message, 0), 0u) << flags.error().message;
   }
+  // parseListenAddress's own words follow the flag's name.
+  Result<WebhookFlags> brackets = parseWebhookFlags(with({"--listen-address", "::1:8443"}));
+  ASSERT_FALSE(brackets.ok());
+  EXPECT_NE(brackets.error().message.find("brackets"), std::string::npos)
+      << brackets.error().message;
 }
 
 } // namespace

@@ -1,0 +1,52 @@
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/log.h"
+#include "common/result.h"
+
+// The command line of every kube-rdma program, on CLI11: the same --help and --version, the same
+// duration syntax, and errors returned rather than printed, so that parsing stays a pure function
+// the tests call without starting anything.
+namespace kube_rdma {
+
+// An App for `program` with --help and --version. A repeated flag takes its last value, so an
+// argument appended to a manifest's list overrides the one before it.
+std::unique_ptr<CLI::App> makeApp(const std::string& program, const std::string& description);
+
+// Parses `args` (argv without the program name) into `app`'s options. Returns the text that
+// --help or --version asks for (print it and exit 0), or "" to run. A wrong command line is an
+// error that names the flag or the argument.
+Result<std::string> parseArgs(CLI::App& app, const std::vector<std::string>& args);
+
+// Adds `--name VALUE`; `store` takes the text and returns why it is wrong, or "" to accept it.
+// A rejection reads "--name: <why>".
+using StoreText = std::function<std::string(const std::string&)>;
+CLI::Option* addCheckedOption(CLI::App& app, const std::string& name, StoreText store,
+                              const std::string& description);
+
+// Adds `--name DURATION` (parseDuration's syntax) between `min` and `max`; `store` takes the
+// value and returns why it is wrong, or "" to accept it.
+using StoreDuration = std::function<std::string(std::chrono::milliseconds)>;
+CLI::Option* addDurationOption(CLI::App& app, const std::string& name,
+                               std::chrono::milliseconds min, std::chrono::milliseconds max,
+                               StoreDuration store, const std::string& description);
+
+// Adds --log-format text|json, the daemons' log line format.
+void addLogFormatOption(CLI::App& app, LogFormat& format);
+
+// Go's duration units ms, s, m and h in whole numbers, alone or combined ("500ms", "5s", "1m30s"),
+// or a bare whole number of seconds (what every duration flag took before units existed).
+Result<std::chrono::milliseconds> parseDuration(std::string_view text);
+
+// The shortest spelling parseDuration reads back: "0s", "250ms", "90s", "5m", "24h".
+std::string formatDuration(std::chrono::milliseconds duration);
+
+} // namespace kube_rdma
