@@ -1,4 +1,5 @@
-# kube-rdma: one image with rdma-device-plugin, rdma-webhook and rdmactl, for manifests/.
+# kube-rdma: one image with rdma-device-plugin, rdma-webhook, rdmactl and the static
+# kube-rdma-memlock-hook (which the DaemonSet's init container copies to the host), for manifests/.
 #   docker build -t <registry>/kube-rdma:0.1.0 .
 #   (cd manifests/overlays/cert-manager && kustomize edit set image kube-rdma=<registry>/kube-rdma:0.1.0)
 # The build stage installs exactly what developers and CI build with (scripts/setup.sh) and
