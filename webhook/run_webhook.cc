@@ -10,6 +10,8 @@
 #include <thread>
 
 #include "common/file_watcher.h"
+#include "common/strings.h"
+#include "common/webhook_policy.h"
 #include "webhook/flags.h"
 
 namespace kube_rdma {
@@ -83,6 +85,14 @@ int run(const WebhookFlags& flags, Reviewer review) {
     } else if (policies.generation() != before) {
       logger.info("policy loaded", {{"file", policies.path()},
                                     {"generation", std::to_string(policies.generation())}});
+      const std::vector<std::string> never_sent = resourcesNeverSent(*policies.current());
+      if (!never_sent.empty()) {
+        logger.warn("policy resources the shipped MutatingWebhookConfiguration never sends: pods "
+                    "asking only for them get nothing unless its matchConditions are widened too",
+                    {{"resources", joinStrings(never_sent, ",")},
+                     {"sent_prefix", std::string(kSentResourcePrefix)}});
+      }
+      metrics.setResourcesNeverSent(never_sent.size());
     }
     metrics.setPolicyGeneration(policies.generation());
   };

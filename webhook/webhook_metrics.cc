@@ -22,6 +22,10 @@ WebhookMetrics::WebhookMetrics(MetricsRegistry& registry)
       policy_reload_errors_(
           registry.counter("rdma_webhook_policy_reload_errors_total",
                            "Policy files rejected; the last good policy kept serving.")),
+      resources_never_sent_(registry.gauge(
+          "rdma_webhook_policy_resources_never_sent",
+          "Resources of the policy in force that the shipped MutatingWebhookConfiguration never "
+          "sends to the webhook (they do not start with rdma/).")),
       certificate_reload_errors_(
           registry.counter("rdma_webhook_certificate_reload_errors_total",
                            "Certificate or key files rejected; the last good pair kept serving.")),

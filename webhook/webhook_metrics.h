@@ -23,6 +23,10 @@ public:
     policy_generation_.set(static_cast<double>(generation));
   }
   void policyReloadFailed() { policy_reload_errors_.inc(); }
+  // Resources of the policy in force that the shipped MutatingWebhookConfiguration never sends.
+  void setResourcesNeverSent(size_t count) {
+    resources_never_sent_.set(static_cast<double>(count));
+  }
   void certificateReloadFailed() { certificate_reload_errors_.inc(); }
   // Seconds until the serving certificate expires (negative once expired); set at each scrape.
   void setCertificateExpiry(double seconds) { certificate_expiry_.set(seconds); }
@@ -42,6 +46,7 @@ private:
   Histogram& latency_;
   Gauge& policy_generation_;
   Counter& policy_reload_errors_;
+  Gauge& resources_never_sent_;
   Counter& certificate_reload_errors_;
   Gauge& certificate_expiry_;
   Gauge& open_connections_;

@@ -473,6 +473,17 @@ TEST_F(WebhookE2E, PolicyReloadsOnConfigMapSwapAndABadOneKeepsTheLastGood) {
   EXPECT_NE(process->log().find("$.ipcLock"), std::string::npos);
 }
 
+TEST_F(WebhookE2E, APolicyResourceTheShippedConfigurationNeverSendsIsReported) {
+  auto process = start();
+  EXPECT_NE(metrics().find("rdma_webhook_policy_resources_never_sent 0"), std::string::npos);
+  policy_->publish(
+      {{"policy.json", R"({"resources": ["rdma/hca", "rdma/shared", "example.com/roce"]})"}});
+  ASSERT_TRUE(eventually([&] {
+    return metrics().find("rdma_webhook_policy_resources_never_sent 1") != std::string::npos;
+  })) << process->log();
+  EXPECT_NE(process->log().find("example.com/roce"), std::string::npos) << process->log();
+}
+
 TEST_F(WebhookE2E, NotReadyUntilAValidPolicyIsLoaded) {
   policy_->publish({{"policy.json", R"({"resources": []})"}});
   auto process = start();
