@@ -261,9 +261,12 @@ bool isOurShmVolume(const json& volume) {
 }
 
 // The name of the shm volume to mount: ours if a previous pass added it, otherwise a name no
-// volume of the pod uses. Adds the volume when it is not there yet.
-std::string ensureShmVolume(json& spec, const std::string& size_limit) {
-  json& volumes = arrayMember(spec, "volumes");
+// volume of the pod uses. Adds the volume to `volumes` (the pod's spec.volumes, null when it has
+// none) when it is not there yet.
+std::string ensureShmVolume(json& volumes, const std::string& size_limit) {
+  if (volumes.is_null()) {
+    volumes = json::array();
+  }
   for (int suffix = 0;; ++suffix) {
     std::string name =
         suffix == 0 ? kShmVolumeName : std::string(kShmVolumeName) + "-" + std::to_string(suffix);
@@ -308,17 +311,16 @@ std::optional<double> podMemoryLimit(const json& spec) {
 }
 
 // The sizeLimit of the memory volume mounted at /dev/shm in the container, if any.
-std::optional<std::string> shmSizeLimit(const json& spec, const json& container) {
+std::optional<std::string> shmSizeLimit(const json& volumes, const json& container) {
   const json* mounts = member(container, "volumeMounts");
-  const json* volumes = member(spec, "volumes");
-  if (mounts == nullptr || !mounts->is_array() || volumes == nullptr || !volumes->is_array()) {
+  if (mounts == nullptr || !mounts->is_array() || !volumes.is_array()) {
     return std::nullopt;
   }
   for (const json& m : *mounts) {
     if (stringMember(m, "mountPath") != kShmPath) {
       continue;
     }
-    for (const json& v : *volumes) {
+    for (const json& v : volumes) {
       if (stringMember(v, "name") == stringMember(m, "name") && isOurShmVolume(v)) {
         const std::string_view limit = stringMember(v["emptyDir"], "sizeLimit");
         return limit.empty() ? std::nullopt : std::optional<std::string>(limit);
@@ -328,7 +330,9 @@ std::optional<std::string> shmSizeLimit(const json& spec, const json& container)
   return std::nullopt;
 }
 
-void warnAbout(const json& spec, const std::vector<json*>& rdma, std::vector<std::string>& out) {
+// `volumes` is spec.volumes as changed, the rest of `spec` is the pod's.
+void warnAbout(const json& spec, const json& volumes, const std::vector<json*>& rdma,
+               std::vector<std::string>& out) {
   for (const json* c : rdma) {
     const std::string name = inQuotes(stringMember(*c, "name"));
     if (const json* e = envEntry(*c, "NCCL_IB_DISABLE"); e && stringMember(*e, "value") == "1") {
@@ -345,7 +349,7 @@ void warnAbout(const json& spec, const std::vector<json*>& rdma, std::vector<std
   }
   const std::optional<double> memory = podMemoryLimit(spec);
   for (const json* c : rdma) {
-    std::optional<std::string> limit = shmSizeLimit(spec, *c);
+    std::optional<std::string> limit = shmSizeLimit(volumes, *c);
     Result<double> bytes = parseQuantity(limit.value_or(""));
     if (memory && bytes.ok() && *bytes > *memory) {
       out.push_back("/dev/shm sizeLimit " + *limit +
@@ -404,11 +408,12 @@ MutationResult mutate(const json& pod, const std::string& request_namespace,
     return result;
   }
 
-  // The RDMA containers by place, found before copying: most pods have none.
+  // The RDMA containers by place, each with a copy to change: most pods have none.
   struct Place {
     const char* list;
     size_t index;
     bool shorthand_target;
+    json after;
   };
   std::vector<Place> places;
   for (const char* list : {"initContainers", "containers"}) {
@@ -417,7 +422,7 @@ MutationResult mutate(const json& pod, const std::string& request_namespace,
       const json& c = (*items)[i];
       const bool target = &c == shorthand->container;
       if (target || rdmaResourceOf(c, policy) != nullptr) {
-        places.push_back({list, i, target});
+        places.push_back({list, i, target, c});
       }
     }
   }
@@ -425,15 +430,17 @@ MutationResult mutate(const json& pod, const std::string& request_namespace,
     return result;
   }
 
-  // The changes are made to a copy; the patch is the difference (json::diff adds missing members
-  // as whole values, appends with "/-", escapes keys and replaces only paths that exist).
-  json after = pod;
-  json& spec = after["spec"];
-  json& annotations = after["metadata"]["annotations"];
+  // The changes are made to copies of what may change (the metadata, the RDMA containers,
+  // spec.volumes), not of the whole pod, whose other members would be copied and compared for
+  // nothing.
+  json metadata_after = metadata != nullptr ? *metadata : json();
+  json& annotations = metadata_after["annotations"];
+  const json* volumes_in = member(*spec_in, "volumes");
+  json volumes = volumes_in != nullptr ? *volumes_in : json();
   json record = json::object();
   std::vector<json*> rdma;
-  for (const Place& place : places) {
-    json& c = spec[place.list][place.index];
+  for (Place& place : places) {
+    json& c = place.after;
     rdma.push_back(&c);
     if (place.shorthand_target) {
       const std::string count = std::to_string(shorthand->request.count);
@@ -444,8 +451,8 @@ MutationResult mutate(const json& pod, const std::string& request_namespace,
     }
   }
 
-  const NodePoolProfile* profile = pickProfile(spec, policy);
-  const std::vector<PolicyEnvVar> env = envFor(spec, profile, policy);
+  const NodePoolProfile* profile = pickProfile(*spec_in, policy);
+  const std::vector<PolicyEnvVar> env = envFor(*spec_in, profile, policy);
   const std::string size_limit =
       profile && profile->shm_size_limit ? *profile->shm_size_limit : policy.shm_size_limit;
   for (json* c : rdma) {
@@ -467,7 +474,7 @@ MutationResult mutate(const json& pod, const std::string& request_namespace,
       items.push_back("ipc-lock");
     }
     if (policy.shm && !mountsShm(*c)) {
-      const std::string volume = ensureShmVolume(spec, size_limit);
+      const std::string volume = ensureShmVolume(volumes, size_limit);
       arrayMember(*c, "volumeMounts").push_back({{"name", volume}, {"mountPath", kShmPath}});
       result.applied.insert("shm");
       items.push_back("shm");
@@ -484,7 +491,7 @@ MutationResult mutate(const json& pod, const std::string& request_namespace,
       record["annotations"].push_back(key);
     }
   }
-  warnAbout(spec, rdma, result.warnings);
+  warnAbout(*spec_in, volumes, rdma, result.warnings);
   if (result.applied.empty()) {
     return result; // everything was there already: no patch, not even the record
   }
@@ -493,7 +500,36 @@ MutationResult mutate(const json& pod, const std::string& request_namespace,
   }
   annotations[kInjectedAnnotation] =
       mergeRecord(member(annotations_read, kInjectedAnnotation), std::move(record)).dump();
-  result.patch = json::diff(pod, after);
+
+  // The patch is the difference of each copy at its path (json::diff adds missing members as whole
+  // values, appends with "/-", escapes keys and replaces only paths that exist), in the order a
+  // diff of the whole pod gives: the pod's members by key, then the members it lacks.
+  const auto diff = [&result](const json* before, const json& after, const std::string& path) {
+    if (before == nullptr) {
+      result.patch.push_back({{"op", "add"}, {"path", path}, {"value", after}});
+      return;
+    }
+    for (json& op : json::diff(*before, after, path)) {
+      result.patch.push_back(std::move(op));
+    }
+  };
+  if (metadata != nullptr) {
+    diff(metadata, metadata_after, "/metadata");
+  }
+  for (const std::string_view list : {"containers", "initContainers"}) {
+    for (const Place& place : places) {
+      if (place.list == list) {
+        const std::string path = "/spec/" + std::string(list) + "/" + std::to_string(place.index);
+        diff(&(*spec_in)[place.list][place.index], place.after, path);
+      }
+    }
+  }
+  if (volumes_in != nullptr || !volumes.is_null()) {
+    diff(volumes_in, volumes, "/spec/volumes");
+  }
+  if (metadata == nullptr) {
+    diff(nullptr, metadata_after, "/metadata");
+  }
   return result;
 }
 

@@ -144,6 +144,9 @@ TEST(Review, BodiesThatAreNotAdmissionReviewsAre400WithAMessage) {
       {"{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"\xff\"}", "not JSON"},
       {std::string(size_t{6} * 1024 * 1024, '['), "nests deeper than 100"},
       {"{\"a\":" + std::string(101, '[') + std::string(101, ']') + "}", "nests deeper than 100"},
+      // A string ending in an escaped backslash: its last quote ends it.
+      {R"({"a":"\\","b":)" + std::string(101, '[') + std::string(101, ']') + "}",
+       "nests deeper than 100"},
   };
   for (const auto& [body, message] : cases) {
     ReviewOutcome outcome = reviewAdmission(body, defaultWebhookPolicy());
