@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/json_depth.h"
+
 namespace kube_rdma {
 
 Result<MemlockLimit> parseMemlockLimit(std::string_view text) {
@@ -41,6 +43,12 @@ std::string memlockLimitText(const MemlockLimit& limit) {
 }
 
 Result<OciState> parseOciState(std::string_view state_json) {
+  // A runtime's state is a few levels deep; anything deeper is not one, and is not built.
+  constexpr int kMaxStateDepth = 16;
+  if (jsonNestsDeeperThan(state_json, kMaxStateDepth)) {
+    return makeError("the OCI state nests deeper than " + std::to_string(kMaxStateDepth) +
+                     " levels");
+  }
   const auto doc = nlohmann::json::parse(state_json, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) {
     return makeError("the OCI state is not JSON");

@@ -2,6 +2,8 @@
 
 #include <openssl/evp.h>
 
+#include "common/json_depth.h"
+
 namespace kube_rdma {
 namespace {
 
@@ -10,38 +12,8 @@ using nlohmann::json;
 constexpr const char* kV1 = "admission.k8s.io/v1";
 constexpr const char* kV1beta1 = "admission.k8s.io/v1beta1";
 
-// Whether arrays and objects nest deeper than kMaxJsonDepth, counting brackets outside strings.
-// A scan before parsing instead of a parser callback, which slows json::parse by ~20 %; a body
-// that is not JSON anyway is left to the parser to describe.
-bool nestsTooDeep(std::string_view body) {
-  int depth = 0;
-  for (size_t i = 0; i < body.size(); ++i) {
-    const char c = body[i];
-    if (c == '"') {
-      // Strings are most of a pod: skip to the closing quote, the next one after an even number
-      // of backslashes, with find (memchr) rather than byte by byte.
-      size_t backslashes = 1;
-      while (backslashes % 2 == 1) {
-        i = body.find('"', i + 1);
-        if (i == std::string_view::npos) {
-          return false; // unterminated: the parser reports it
-        }
-        backslashes = 0; // the opening quote ends the run at the latest
-        while (body[i - 1 - backslashes] == '\\') {
-          ++backslashes;
-        }
-      }
-    } else if ((c == '[' || c == '{') && ++depth > kMaxJsonDepth) {
-      return true;
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return false;
-}
-
 Result<json> parseBody(std::string_view body) {
-  if (nestsTooDeep(body)) {
+  if (jsonNestsDeeperThan(body, kMaxJsonDepth)) {
     return makeError("body nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
   }
   try {

@@ -130,7 +130,7 @@ TEST_F(HookBinary, BadInputExitsZeroQuicklyAndIsLogged) {
       {R"({"ociVersion":"1.0.2","id":"x"})", "the OCI state has no pid"},
       // pid_max is at most 2^22, so no process has this pid.
       {stateOf(4194304), "cannot read the process's memlock limit"},
-      {std::string(1 << 20, '['), "the OCI state is not JSON"}, // deep nesting
+      {std::string(1 << 20, '['), "the OCI state nests deeper than 16 levels"},
       {"[" + std::string(3 << 20, ' ') + "]", "the OCI state is larger than 1 MiB"},
   };
   for (const auto& [state, message] : cases) {

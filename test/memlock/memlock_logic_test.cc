@@ -50,6 +50,8 @@ TEST(ParseOciState, SaysWhatIsWrong) {
       {"not json", "the OCI state is not JSON"},
       {R"({"pid":1)", "the OCI state is not JSON"},
       {"[1]", "the OCI state is not a JSON object"},
+      {R"({"pid":1,"a":[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]})",
+       "the OCI state nests deeper than 16 levels"},
       {R"({"id":"x"})", "the OCI state has no pid"},
       {R"({"pid":"12"})", "the OCI state's pid is of type string, not an integer"},
       {R"({"pid":1.5})", "the OCI state's pid is of type number, not an integer"},
