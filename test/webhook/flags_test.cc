@@ -32,8 +32,8 @@ TEST(WebhookFlags, DefaultsMatchTheDesign) {
 TEST(WebhookFlags, ReadsEveryFlagInBothForms) {
   Result<WebhookFlags> flags = parseWebhookFlags(
       with({"--listen-address=[::1]:9443", "--policy", "/p.json", "--metrics-address", ":9090",
-            "--log-format=json", "--shutdown-delay=0", "--max-connections=300",
-            "--request-timeout", "2"}));
+            "--log-format=json", "--shutdown-delay=0", "--max-connections=300", "--request-timeout",
+            "2"}));
   ASSERT_TRUE(flags.ok()) << flags.error().message;
   EXPECT_EQ(flags->listen.host, "::1");
   EXPECT_EQ(flags->listen.port, 9443);
