@@ -2,7 +2,6 @@
 
 #include <sys/wait.h>
 
-#include <chrono>
 #include <cstdio>
 #include <sstream>
 #include <string>
@@ -34,12 +33,10 @@ inline NodePool a100SharedPool() {
 struct ShellResult {
   int exit_code = -1; // -1: killed by a signal
   std::string output; // stdout; the command redirects stderr where it wants it
-  std::chrono::milliseconds elapsed{};
 };
 
 inline ShellResult runShell(const std::string& command) {
   ShellResult r;
-  const auto start = std::chrono::steady_clock::now();
   FILE* pipe = ::popen(command.c_str(), "r");
   if (pipe == nullptr) {
     return r;
@@ -51,8 +48,6 @@ inline ShellResult runShell(const std::string& command) {
   }
   const int status = ::pclose(pipe);
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(
-      std::chrono::steady_clock::now() - start);
   return r;
 }
 
