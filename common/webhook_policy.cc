@@ -168,6 +168,7 @@ Result<WebhookPolicy> parseWebhookPolicy(const std::string& text) {
   readResources(root, policy);
   readNamespaces(root, policy);
   policy.ipc_lock = root.optional("ipcLock", policy.ipc_lock);
+  policy.cdi = root.optional("cdi", policy.cdi);
   readShm(root, policy);
   policy.env = readEnv(root, "env", policy.env);
   policy.pod_network_socket_ifname =

@@ -47,6 +47,9 @@ struct WebhookPolicy {
   std::vector<std::string> exclude_namespaces;
 
   bool ipc_lock = true;
+  // The nodes' device plugin runs in CDI mode, whose memlock hook raises every container's
+  // locked-memory limit. Without it only a root process gains from IPC_LOCK.
+  bool cdi = false;
   bool shm = true;
   std::string shm_size_limit; // a Kubernetes quantity
 

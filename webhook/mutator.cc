@@ -331,10 +331,35 @@ std::optional<std::string> shmSizeLimit(const json& volumes, const json& contain
 }
 
 // `volumes` is spec.volumes as changed, the rest of `spec` is the pod's.
+// The container's security setting `key`, else the pod's (Kubernetes' own precedence).
+const json* securitySetting(const json& spec, const json& container, std::string_view key) {
+  for (const json* owner : {&container, &spec}) {
+    if (const json* context = member(*owner, "securityContext")) {
+      if (const json* value = member(*context, key)) {
+        return value;
+      }
+    }
+  }
+  return nullptr;
+}
+
+// Known to run as non-root from the pod alone; an image's own USER is not visible here.
+bool runsAsNonRoot(const json& spec, const json& container) {
+  if (const json* uid = securitySetting(spec, container, "runAsUser")) {
+    return uid->is_number() && *uid != 0;
+  }
+  const json* non_root = securitySetting(spec, container, "runAsNonRoot");
+  return non_root != nullptr && *non_root == true;
+}
+
 void warnAbout(const json& spec, const json& volumes, const std::vector<json*>& rdma,
-               std::vector<std::string>& out) {
+               const WebhookPolicy& policy, std::vector<std::string>& out) {
   for (const json* c : rdma) {
     const std::string name = inQuotes(stringMember(*c, "name"));
+    if (!policy.cdi && runsAsNonRoot(spec, *c)) {
+      out.push_back("container " + name +
+                    " runs as non-root: IPC_LOCK does not lift its memlock limit without CDI");
+    }
     if (const json* e = envEntry(*c, "NCCL_IB_DISABLE"); e && stringMember(*e, "value") == "1") {
       out.push_back("container " + name + " sets NCCL_IB_DISABLE=1: NCCL will not use RDMA");
     }
@@ -491,7 +516,7 @@ MutationResult mutate(const json& pod, const std::string& request_namespace,
       record["annotations"].push_back(key);
     }
   }
-  warnAbout(*spec_in, volumes, rdma, result.warnings);
+  warnAbout(*spec_in, volumes, rdma, policy, result.warnings);
   if (result.applied.empty()) {
     return result; // everything was there already: no patch, not even the record
   }

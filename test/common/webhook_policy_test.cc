@@ -34,6 +34,7 @@ TEST(WebhookPolicy, ReadsEveryKey) {
                   "untyped": "example.com/roce", "namespaces": ["training"]},
     "namespaces": {"include": ["training"], "exclude": ["kube-system"]},
     "ipcLock": false,
+    "cdi": true,
     "shm": {"enabled": false, "sizeLimit": "64Gi"},
     "env": [{"name": "NCCL_DEBUG", "value": "WARN"}],
     "podNetworkSocketIfname": "",
@@ -48,6 +49,7 @@ TEST(WebhookPolicy, ReadsEveryKey) {
   EXPECT_EQ(policy->shorthand_namespaces, std::vector<std::string>{"training"});
   EXPECT_EQ(policy->include_namespaces, std::vector<std::string>{"training"});
   EXPECT_FALSE(policy->ipc_lock);
+  EXPECT_TRUE(policy->cdi);
   EXPECT_FALSE(policy->shm);
   EXPECT_EQ(policy->shm_size_limit, "64Gi");
   EXPECT_EQ(policy->env, (std::vector<PolicyEnvVar>{{"NCCL_DEBUG", "WARN"}}));
@@ -82,6 +84,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadPolicy{"not_json", "{", "policy"},
         BadPolicy{"unknown_key", R"({"ipcLocks": true})", "$.ipcLocks"},
         BadPolicy{"wrong_type", R"({"ipcLock": "yes"})", "$.ipcLock"},
+        BadPolicy{"cdi_not_bool", R"({"cdi": "containerd"})", "$.cdi"},
         BadPolicy{"no_resources", R"({"resources": []})", "$.resources: must name"},
         BadPolicy{"bare_resource", R"({"resources": ["hca"]})", "$.resources: \"hca\""},
         BadPolicy{"upper_case_domain", R"({"resources": ["RDMA/hca"]})",
