@@ -32,32 +32,6 @@ bool isPciId(std::string_view s) {
   return s.size() == 6 && s[0] == '0' && s[1] == 'x' && std::all_of(s.begin() + 2, s.end(), isHex);
 }
 
-bool isDnsLabel(std::string_view label) {
-  if (label.empty() || label.size() > 63 || label.front() == '-' || label.back() == '-') {
-    return false;
-  }
-  return std::all_of(label.begin(), label.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
-  });
-}
-
-bool isDnsSubdomain(std::string_view s) {
-  if (s.empty() || s.size() > 253) {
-    return false;
-  }
-  size_t start = 0;
-  while (true) {
-    const size_t dot = s.find('.', start);
-    if (!isDnsLabel(s.substr(start, dot - start))) {
-      return false;
-    }
-    if (dot == std::string_view::npos) {
-      return true;
-    }
-    start = dot + 1;
-  }
-}
-
 bool isQualifiedNamePart(std::string_view s) {
   auto alnum = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
   if (s.empty() || s.size() > 63 || !alnum(s.front()) || !alnum(s.back())) {
@@ -246,6 +220,32 @@ PoolSpec defaultPool(const std::string& resource_name, LinkLayer layer) {
 }
 
 } // namespace
+
+bool isDnsLabel(std::string_view label) {
+  if (label.empty() || label.size() > 63 || label.front() == '-' || label.back() == '-') {
+    return false;
+  }
+  return std::all_of(label.begin(), label.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
+  });
+}
+
+bool isDnsSubdomain(std::string_view s) {
+  if (s.empty() || s.size() > 253) {
+    return false;
+  }
+  size_t start = 0;
+  while (true) {
+    const size_t dot = s.find('.', start);
+    if (!isDnsLabel(s.substr(start, dot - start))) {
+      return false;
+    }
+    if (dot == std::string_view::npos) {
+      return true;
+    }
+    start = dot + 1;
+  }
+}
 
 uint32_t sharedDeviceCount(const PoolSpec& pool, size_t hca_count) {
   if (pool.mode == PoolMode::kExclusive) {

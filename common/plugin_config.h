@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/device_model.h"
@@ -99,6 +100,11 @@ MemlockLimit readMemlockLimit(ObjectReader& r, const std::string& key, MemlockLi
 
 // Parses and validates the config text. "pools" absent means the default pools.
 Result<PluginConfig> parsePluginConfig(const std::string& json_text);
+
+// Kubernetes' object name rules: a DNS label (RFC 1123: at most 63 of a-z, 0-9 and '-', not at
+// either end) and a DNS subdomain (labels joined by '.', at most 253).
+bool isDnsLabel(std::string_view label);
+bool isDnsSubdomain(std::string_view s);
 
 // Kubernetes' IsExtendedResourceName: "domain/name", a DNS subdomain and a qualified name, not in
 // the kubernetes.io namespace. The error says which part is wrong.

@@ -115,6 +115,18 @@ void readShm(ObjectReader& root, WebhookPolicy& policy) {
   shm.finish();
 }
 
+void readDraDeviceClasses(ObjectReader& root, WebhookPolicy& policy) {
+  policy.dra_device_classes = root.optional("draDeviceClasses", policy.dra_device_classes);
+  std::set<std::string> seen;
+  for (const std::string& name : policy.dra_device_classes) {
+    if (!isDnsSubdomain(name)) {
+      root.fail("draDeviceClasses", "\"" + name + "\" is not a DeviceClass name (a DNS subdomain)");
+    } else if (!seen.insert(name).second) {
+      root.fail("draDeviceClasses", "\"" + name + "\" is listed twice");
+    }
+  }
+}
+
 void readProfiles(ObjectReader& root, WebhookPolicy& policy) {
   std::set<std::string> names;
   for (ObjectReader& item : root.objectArray("profiles")) {
@@ -153,6 +165,8 @@ WebhookPolicy defaultWebhookPolicy() {
       {"NCCL_IB_DISABLE", "0"}, {"NCCL_IB_TIMEOUT", "22"}, {"NCCL_IB_QPS_PER_CONNECTION", "8"}};
   policy.pod_network_socket_ifname = "eth0";
   policy.env_from = EnvFromMode::kSkip;
+  policy.dra_device_classes = {"rdma.kube-rdma.io", "roce.rdma.kube-rdma.io",
+                               "ib.rdma.kube-rdma.io"};
   return policy;
 }
 
@@ -180,6 +194,7 @@ Result<WebhookPolicy> parseWebhookPolicy(const std::string& text) {
   policy.env_from = root.optionalEnum("envFrom", {"skip", "add"}, "skip") == "add"
                         ? EnvFromMode::kAdd
                         : EnvFromMode::kSkip;
+  readDraDeviceClasses(root, policy);
   readProfiles(root, policy);
   policy.annotations = root.optional("annotations", policy.annotations);
   for (const auto& [key, value] : policy.annotations) {

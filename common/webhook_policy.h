@@ -58,6 +58,10 @@ struct WebhookPolicy {
   std::string pod_network_socket_ifname;
   EnvFromMode env_from = EnvFromMode::kSkip;
 
+  // DeviceClasses whose devices make a container that uses a claim of them an RDMA container
+  // (the DRA driver's three by default); empty: claims are not looked at.
+  std::vector<std::string> dra_device_classes;
+
   std::vector<NodePoolProfile> profiles;
   std::map<std::string, std::string> annotations; // added where the pod does not set the key
 };

@@ -2,5 +2,5 @@
 #include "webhook/run_webhook.h"
 
 int main(int argc, char** argv) {
-  return kube_rdma::runWebhook("rdma-webhook", {argv + 1, argv + argc}, kube_rdma::reviewAdmission);
+  return kube_rdma::runWebhook("rdma-webhook", {argv + 1, argv + argc});
 }

@@ -7,6 +7,7 @@
 
 #include "common/shorthand.h"
 #include "common/strings.h"
+#include "webhook/pod_fields.h"
 
 namespace kube_rdma {
 namespace {
@@ -15,22 +16,6 @@ using nlohmann::json;
 
 constexpr const char* kShmPath = "/dev/shm";
 constexpr const char* kSocketIfname = "NCCL_SOCKET_IFNAME";
-
-const json* member(const json& object, std::string_view key) {
-  if (!object.is_object()) {
-    return nullptr;
-  }
-  auto it = object.find(key);
-  return it == object.end() ? nullptr : &*it;
-}
-
-// A view into `object`; "" when the member is absent or not a string.
-std::string_view stringMember(const json& object, std::string_view key) {
-  const json* value = member(object, key);
-  return value != nullptr && value->is_string()
-             ? std::string_view(value->get_ref<const std::string&>())
-             : std::string_view();
-}
 
 std::string inQuotes(std::string_view text) {
   return "\"" + std::string(text) + "\"";
@@ -410,16 +395,13 @@ json mergeRecord(const json* previous, json record) {
 }
 
 MutationResult mutate(const json& pod, const std::string& request_namespace,
-                      const WebhookPolicy& policy) {
+                      const WebhookPolicy& policy, const PodRdmaClaims& claims) {
   MutationResult result;
   const json* metadata = member(pod, "metadata");
   const json* annotations_in = metadata ? member(*metadata, "annotations") : nullptr;
   const json no_annotations = json::object();
   const json& annotations_read = annotations_in ? *annotations_in : no_annotations;
-  std::string ns(metadata ? stringMember(*metadata, "namespace") : std::string_view());
-  if (ns.empty()) {
-    ns = request_namespace;
-  }
+  const std::string ns = podNamespace(pod, request_namespace);
   result.skipped = skipReason(annotations_read, ns, policy);
   const json* spec_in = member(pod, "spec");
   if (!result.skipped.empty() || spec_in == nullptr) {
@@ -446,7 +428,7 @@ MutationResult mutate(const json& pod, const std::string& request_namespace,
     for (size_t i = 0; items != nullptr && items->is_array() && i < items->size(); ++i) {
       const json& c = (*items)[i];
       const bool target = &c == shorthand->container;
-      if (target || rdmaResourceOf(c, policy) != nullptr) {
+      if (target || rdmaResourceOf(c, policy) != nullptr || usesRdmaClaim(c, claims)) {
         places.push_back({list, i, target, c});
       }
     }
@@ -560,10 +542,18 @@ MutationResult mutate(const json& pod, const std::string& request_namespace,
 
 } // namespace
 
+std::string podSkipReason(const json& pod, const std::string& request_namespace,
+                          const WebhookPolicy& policy) {
+  const json* metadata = member(pod, "metadata");
+  const json* annotations = metadata != nullptr ? member(*metadata, "annotations") : nullptr;
+  return skipReason(annotations != nullptr ? *annotations : json::object(),
+                    podNamespace(pod, request_namespace), policy);
+}
+
 MutationResult mutatePod(const json& pod, const std::string& request_namespace,
-                         const WebhookPolicy& policy) {
+                         const WebhookPolicy& policy, const PodRdmaClaims& claims) {
   try {
-    return mutate(pod, request_namespace, policy);
+    return mutate(pod, request_namespace, policy, claims);
   } catch (const json::exception& e) {
     // A pod the API server decoded always has the shapes read above; anything else is left alone.
     MutationResult result;

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/webhook_policy.h"
+#include "webhook/dra_claims.h"
 
 // The pure core of rdma-webhook: a pod and the policy in, an RFC 6902 patch and warnings out.
 // No I/O, no clock, no globals; the same input always gives the same output.
@@ -32,10 +33,17 @@ struct MutationResult {
   std::string skipped;
 };
 
+// Why `policy` leaves `pod` alone whatever it asks for (mirror pod, opted out, namespace); "" when
+// it does not.
+std::string podSkipReason(const nlohmann::json& pod, const std::string& request_namespace,
+                          const WebhookPolicy& policy);
+
 // Applies `policy` to `pod` (the AdmissionReview's request.object). `request_namespace` is used
-// when the pod's metadata has no namespace (controllers create pods without one). Never throws:
-// a pod of an unexpected shape is left unchanged with a warning.
+// when the pod's metadata has no namespace (controllers create pods without one). A container is
+// an RDMA container when it asks for one of the policy's resources or uses an RDMA request of
+// `claims` (the pod's claims, read by the caller). Never throws: a pod of an unexpected shape is
+// left unchanged with a warning.
 MutationResult mutatePod(const nlohmann::json& pod, const std::string& request_namespace,
-                         const WebhookPolicy& policy);
+                         const WebhookPolicy& policy, const PodRdmaClaims& claims = {});
 
 } // namespace kube_rdma

@@ -4,10 +4,42 @@
 
 #include "webhook/admission_codec.h"
 #include "webhook/mutator.h"
+#include "webhook/pod_fields.h"
 
 namespace kube_rdma {
+namespace {
 
-ReviewOutcome reviewAdmission(std::string_view body, const WebhookPolicy& policy) {
+// The RDMA requests of each claim the pod uses; a claim that cannot be read counts as none, with
+// a warning (the webhook's failure policy is Ignore: it never holds a pod up).
+PodRdmaClaims readPodClaims(const nlohmann::json& pod, const std::string& ns,
+                            const WebhookPolicy& policy, const ClaimReader& read_claim,
+                            std::vector<std::string>& warnings) {
+  PodRdmaClaims claims;
+  if (policy.dra_device_classes.empty() || !podSkipReason(pod, ns, policy).empty()) {
+    return claims;
+  }
+  for (const PodClaimSource& source : podClaimSources(pod)) {
+    const std::string what = source.claim_name.empty()
+                                 ? "ResourceClaimTemplate " + source.template_name
+                                 : "ResourceClaim " + source.claim_name;
+    if (!read_claim) {
+      warnings.push_back("claim " + source.name + " not checked for RDMA: no API access");
+      continue;
+    }
+    Result<nlohmann::json> spec = read_claim(podNamespace(pod, ns), source);
+    if (!spec.ok()) {
+      warnings.push_back(what + " not read: " + spec.error().message);
+      continue;
+    }
+    claims[source.name] = rdmaRequestNames(*spec, policy.dra_device_classes);
+  }
+  return claims;
+}
+
+} // namespace
+
+ReviewOutcome reviewAdmission(std::string_view body, const WebhookPolicy& policy,
+                              const ClaimReader& read_claim) {
   ReviewOutcome outcome;
   Result<AdmissionRequest> request = decodeAdmissionReview(body);
   if (!request.ok()) {
@@ -25,7 +57,12 @@ ReviewOutcome reviewAdmission(std::string_view body, const WebhookPolicy& policy
   if (!pod_create) {
     outcome.outcome = "ignored";
   } else {
-    MutationResult mutation = mutatePod(request->object, request->ns, policy);
+    std::vector<std::string> claim_warnings;
+    const PodRdmaClaims claims =
+        readPodClaims(request->object, request->ns, policy, read_claim, claim_warnings);
+    MutationResult mutation = mutatePod(request->object, request->ns, policy, claims);
+    mutation.warnings.insert(mutation.warnings.begin(), claim_warnings.begin(),
+                             claim_warnings.end());
     outcome.outcome = !mutation.skipped.empty() ? "skipped"
                       : mutation.patch.empty()  ? "unchanged"
                                                 : "mutated";

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common/webhook_policy.h"
+#include "webhook/dra_claims.h"
 
 // One admission call from body to reply, without HTTP: decode, mutate pods on CREATE, encode.
 namespace kube_rdma {
@@ -23,6 +24,9 @@ struct ReviewOutcome {
   std::vector<std::string> warnings;
 };
 
-ReviewOutcome reviewAdmission(std::string_view body, const WebhookPolicy& policy);
+// `read_claim` reads the claims of pods that use DRA; without it such claims are not checked (the
+// pod gets a warning).
+ReviewOutcome reviewAdmission(std::string_view body, const WebhookPolicy& policy,
+                              const ClaimReader& read_claim = nullptr);
 
 } // namespace kube_rdma

@@ -53,7 +53,7 @@ void raiseDescriptorLimit(size_t max_connections, Logger& logger) {
   }
 }
 
-int run(const WebhookFlags& flags, Reviewer review) {
+int run(const WebhookFlags& flags) {
   Logger logger(std::cerr, flags.log_format);
   raiseDescriptorLimit(flags.max_connections, logger);
   // Signals go to the signal thread only; every thread started below inherits this mask.
@@ -122,8 +122,13 @@ int run(const WebhookFlags& flags, Reviewer review) {
   options.port = flags.listen.port;
   options.max_connections = flags.max_connections;
   options.request_timeout = flags.request_timeout;
+  // No API access yet: a pod's resource claims are not read, and such a pod gets a warning.
+  const ClaimReader read_claim;
   AdmissionServer server(options, certificates, policies, registry, metrics,
-                         std::make_shared<RealClock>(), logger, std::move(review));
+                         std::make_shared<RealClock>(), logger,
+                         [&read_claim](std::string_view body, const WebhookPolicy& policy) {
+                           return reviewAdmission(body, policy, read_claim);
+                         });
   if (Status s = server.bind(); !s.ok()) {
     logger.error("cannot start", {{"error", s.error().message}});
     return 1;
@@ -175,7 +180,7 @@ int run(const WebhookFlags& flags, Reviewer review) {
 
 } // namespace
 
-int runWebhook(const std::string& program, const std::vector<std::string>& args, Reviewer review) {
+int runWebhook(const std::string& program, const std::vector<std::string>& args) {
   Result<WebhookFlags> flags = parseWebhookFlags(args);
   if (!flags.ok()) {
     std::cerr << program << ": " << flags.error().message << " (see --help)\n";
@@ -185,7 +190,7 @@ int runWebhook(const std::string& program, const std::vector<std::string>& args,
     std::cout << flags->exit_message;
     return 0;
   }
-  return run(*flags, std::move(review));
+  return run(*flags);
 }
 
 } // namespace kube_rdma

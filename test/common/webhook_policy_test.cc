@@ -35,6 +35,7 @@ TEST(WebhookPolicy, ReadsEveryKey) {
     "namespaces": {"include": ["training"], "exclude": ["kube-system"]},
     "ipcLock": false,
     "cdi": true,
+    "draDeviceClasses": ["nics.example.com"],
     "shm": {"enabled": false, "sizeLimit": "64Gi"},
     "env": [{"name": "NCCL_DEBUG", "value": "WARN"}],
     "podNetworkSocketIfname": "",
@@ -50,6 +51,7 @@ TEST(WebhookPolicy, ReadsEveryKey) {
   EXPECT_EQ(policy->include_namespaces, std::vector<std::string>{"training"});
   EXPECT_FALSE(policy->ipc_lock);
   EXPECT_TRUE(policy->cdi);
+  EXPECT_EQ(policy->dra_device_classes, std::vector<std::string>{"nics.example.com"});
   EXPECT_FALSE(policy->shm);
   EXPECT_EQ(policy->shm_size_limit, "64Gi");
   EXPECT_EQ(policy->env, (std::vector<PolicyEnvVar>{{"NCCL_DEBUG", "WARN"}}));
@@ -85,6 +87,10 @@ INSTANTIATE_TEST_SUITE_P(
         BadPolicy{"unknown_key", R"({"ipcLocks": true})", "$.ipcLocks"},
         BadPolicy{"wrong_type", R"({"ipcLock": "yes"})", "$.ipcLock"},
         BadPolicy{"cdi_not_bool", R"({"cdi": "containerd"})", "$.cdi"},
+        BadPolicy{"dra_class_not_a_name", R"({"draDeviceClasses": ["RDMA_nics"]})",
+                  "$.draDeviceClasses: \"RDMA_nics\" is not a DeviceClass name"},
+        BadPolicy{"dra_class_twice", R"({"draDeviceClasses": ["a.b", "a.b"]})",
+                  "$.draDeviceClasses: \"a.b\" is listed twice"},
         BadPolicy{"no_resources", R"({"resources": []})", "$.resources: must name"},
         BadPolicy{"bare_resource", R"({"resources": ["hca"]})", "$.resources: \"hca\""},
         BadPolicy{"upper_case_domain", R"({"resources": ["RDMA/hca"]})",

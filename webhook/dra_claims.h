@@ -1,0 +1,46 @@
+#pragma once
+
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/result.h"
+
+// A pod's Dynamic Resource Allocation claims as the webhook sees them at admission: which of the
+// pod's claims ask for devices of the policy's RDMA DeviceClasses, by request name. The claims
+// themselves live in the API server; reading them is the caller's job (ClaimReader).
+namespace kube_rdma {
+
+// One entry of the pod's spec.resourceClaims: its name in the pod and where its claim comes from.
+struct PodClaimSource {
+  std::string name;
+  std::string claim_name;    // resourceClaimName: an existing ResourceClaim
+  std::string template_name; // resourceClaimTemplateName: a claim made from it after admission
+};
+
+// The pod's spec.resourceClaims entries that name a claim or a template.
+std::vector<PodClaimSource> podClaimSources(const nlohmann::json& pod);
+
+// The names of the requests in a ResourceClaimSpec (a claim's spec, a template's spec.spec) that
+// can only be met with devices of `classes`: `exactly.deviceClassName` in `classes`, or every
+// `firstAvailable[].deviceClassName` in `classes`.
+std::set<std::string> rdmaRequestNames(const nlohmann::json& claim_spec,
+                                       const std::vector<std::string>& classes);
+
+// Pod claim name -> the RDMA request names of its claim (empty: none).
+using PodRdmaClaims = std::map<std::string, std::set<std::string>>;
+
+// Whether `container` uses an RDMA request of `claims` through resources.claims[]: {name} alone
+// uses every request of that claim, {name, request} one request ("req" or "req/subrequest").
+bool usesRdmaClaim(const nlohmann::json& container, const PodRdmaClaims& claims);
+
+// Reads the ResourceClaimSpec behind `source` in `ns` (the claim's spec or the template's
+// spec.spec); the error says why it could not.
+using ClaimReader =
+    std::function<Result<nlohmann::json>(const std::string& ns, const PodClaimSource& source)>;
+
+} // namespace kube_rdma
