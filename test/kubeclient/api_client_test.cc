@@ -491,6 +491,34 @@ TEST_F(ApiClientTest, WatchEndsWithTheServersTimeoutAndResumesFromItsVersion) {
   EXPECT_EQ(*ended, std::to_string(simulator_->resourceVersion()));
 }
 
+TEST_F(ApiClientTest, WatchEndsWhenTheHandlerSaysSo) {
+  ApiClientPtr api = client(config());
+  ASSERT_TRUE(api->create(slicesPath(), slice("a", "node-a", "rdma")));
+  ASSERT_TRUE(api->create(slicesPath(), slice("b", "node-a", "rdma")));
+  WatchStop stop;
+  int seen = 0;
+  ApiResult<std::string> ended = api->watch(
+      slicesPath(), {"", "", "", 600},
+      [&](const WatchEvent&) {
+        ++seen;
+        return false;
+      },
+      stop);
+  ASSERT_TRUE(ended) << describe(ended.error());
+  EXPECT_EQ(seen, 1);
+}
+
+TEST_F(ApiClientTest, AWatchStoppedBeforeItStartsSendsNothing) {
+  ApiClientPtr api = client(config());
+  WatchStop stop;
+  stop.stop();
+  ApiResult<std::string> ended = api->watch(
+      slicesPath(), {"7", "", "", 600}, [](const WatchEvent&) { return true; }, stop);
+  ASSERT_TRUE(ended);
+  EXPECT_EQ(*ended, "7");
+  EXPECT_EQ(simulator_->requestCount(), 0u);
+}
+
 TEST_F(ApiClientTest, AnUnauthorizedWatchIsAnError) {
   ApiConfig wrong = config();
   wrong.token = "guessed";
