@@ -12,11 +12,12 @@ struct Error {
 };
 
 // A value or an Error. C++20 has no std::expected; this is the one result type the project uses.
-// [[nodiscard]]: an ignored Status is an error nobody logs.
-template <class T> class [[nodiscard]] Result {
+// E is Error but where callers must tell errors apart by more than words (kubeclient/'s ApiError
+// carries the HTTP status). [[nodiscard]]: an ignored Status is an error nobody logs.
+template <class T, class E = Error> class [[nodiscard]] Result {
 public:
-  Result(T value) : state_(std::move(value)) {}     // NOLINT(google-explicit-constructor)
-  Result(Error error) : state_(std::move(error)) {} // NOLINT(google-explicit-constructor)
+  Result(T value) : state_(std::move(value)) {} // NOLINT(google-explicit-constructor)
+  Result(E error) : state_(std::move(error)) {} // NOLINT(google-explicit-constructor)
 
   bool ok() const { return std::holds_alternative<T>(state_); }
   explicit operator bool() const { return ok(); }
@@ -29,10 +30,10 @@ public:
   const T* operator->() const { return &value(); }
   T* operator->() { return &value(); }
 
-  const Error& error() const { return std::get<Error>(state_); }
+  const E& error() const { return std::get<E>(state_); }
 
 private:
-  std::variant<T, Error> state_;
+  std::variant<T, E> state_;
 };
 
 // For operations that return nothing but can fail.

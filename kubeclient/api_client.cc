@@ -1,0 +1,397 @@
+#include "kubeclient/api_client.h"
+
+#include <httplib.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+#include <openssl/x509_vfy.h>
+
+#include <utility>
+
+namespace kube_rdma {
+namespace {
+
+using json = nlohmann::json;
+
+struct X509Free {
+  void operator()(X509* certificate) const { X509_free(certificate); }
+};
+struct KeyFree {
+  void operator()(EVP_PKEY* key) const { EVP_PKEY_free(key); }
+};
+struct StoreFree {
+  void operator()(X509_STORE* store) const { X509_STORE_free(store); }
+};
+struct BioFree {
+  void operator()(BIO* bio) const { BIO_free(bio); }
+};
+using X509Ptr = std::unique_ptr<X509, X509Free>;
+using KeyPtr = std::unique_ptr<EVP_PKEY, KeyFree>;
+using StorePtr = std::unique_ptr<X509_STORE, StoreFree>;
+using BioPtr = std::unique_ptr<BIO, BioFree>;
+
+BioPtr memoryBio(const std::string& pem) {
+  return BioPtr(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
+}
+
+std::vector<X509Ptr> readCertificates(const std::string& pem) {
+  std::vector<X509Ptr> certificates;
+  const BioPtr bio = memoryBio(pem);
+  while (X509* certificate = PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr)) {
+    certificates.emplace_back(certificate);
+  }
+  ERR_clear_error(); // the read that ended the loop left "no start line" behind
+  return certificates;
+}
+
+// Verifies the server's chain against exactly the configured CAs. cpp-httplib adds the system's
+// trust store to the connection's own, which would let any public CA vouch for the API server.
+int verifyAgainstConfiguredCas(X509_STORE_CTX* context, void* configured_store) {
+  X509_STORE_CTX* own = X509_STORE_CTX_new();
+  if (own == nullptr) {
+    return 0;
+  }
+  int verified = 0;
+  if (X509_STORE_CTX_init(own, static_cast<X509_STORE*>(configured_store),
+                          X509_STORE_CTX_get0_cert(context),
+                          X509_STORE_CTX_get0_untrusted(context)) == 1) {
+    verified = X509_verify_cert(own);
+    X509_STORE_CTX_set_error(context, verified == 1 ? X509_V_OK : X509_STORE_CTX_get_error(own));
+  }
+  X509_STORE_CTX_free(own);
+  return verified == 1 ? 1 : 0;
+}
+
+bool isSuccess(int status) {
+  return status >= 200 && status < 300;
+}
+
+} // namespace
+
+struct ApiClient::TlsMaterial {
+  StorePtr configured_cas; // null: the system's trust store
+  X509Ptr client_certificate;
+  KeyPtr client_key;
+};
+
+void WatchStop::stop() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  stopped_ = true;
+  if (active_ != nullptr) {
+    active_->stop(); // shuts the socket down: the blocked read returns
+  }
+}
+
+bool WatchStop::stopped() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stopped_;
+}
+
+Result<std::unique_ptr<ApiClient>> ApiClient::fromConfig(const ApiConfig& config,
+                                                         ClientOptions options, ClockPtr clock) {
+  Result<ServerAddress> address = parseServerUrl(config.server);
+  if (!address) {
+    return address.error();
+  }
+  auto tls = std::make_unique<TlsMaterial>();
+  if (!config.ca_pem.empty()) {
+    std::vector<X509Ptr> cas = readCertificates(config.ca_pem);
+    if (cas.empty()) {
+      return makeError("certificate authority: no PEM certificate in it");
+    }
+    tls->configured_cas.reset(X509_STORE_new());
+    for (const X509Ptr& ca : cas) {
+      X509_STORE_add_cert(tls->configured_cas.get(), ca.get());
+    }
+  }
+  if (!config.client_certificate_pem.empty()) {
+    std::vector<X509Ptr> certificates = readCertificates(config.client_certificate_pem);
+    if (certificates.empty()) {
+      return makeError("client certificate: no PEM certificate in it");
+    }
+    tls->client_certificate = std::move(certificates.front());
+    const BioPtr key_bio = memoryBio(config.client_key_pem);
+    tls->client_key.reset(PEM_read_bio_PrivateKey(key_bio.get(), nullptr, nullptr, nullptr));
+    ERR_clear_error();
+    if (!tls->client_key) {
+      return makeError("client key: no PEM private key in it");
+    }
+    if (X509_check_private_key(tls->client_certificate.get(), tls->client_key.get()) != 1) {
+      ERR_clear_error();
+      return makeError("client key does not belong to the client certificate");
+    }
+  }
+  auto token = std::make_unique<BearerToken>(config.token, config.token_file, readWholeFile,
+                                             std::move(clock));
+  if (Result<std::string> first = token->current(); !first) {
+    return first.error();
+  }
+  return std::unique_ptr<ApiClient>(
+      new ApiClient(std::move(*address), std::move(tls), std::move(options), std::move(token)));
+}
+
+ApiClient::ApiClient(ServerAddress address, std::unique_ptr<TlsMaterial> tls, ClientOptions options,
+                     std::unique_ptr<BearerToken> token)
+    : address_(std::move(address)), tls_(std::move(tls)), options_(std::move(options)),
+      token_(std::move(token)) {}
+
+ApiClient::~ApiClient() = default;
+
+std::unique_ptr<httplib::SSLClient>
+ApiClient::connect(std::chrono::milliseconds read_timeout) const {
+  std::unique_ptr<httplib::SSLClient> connection =
+      tls_->client_certificate
+          ? std::make_unique<httplib::SSLClient>(address_.host, address_.port,
+                                                 tls_->client_certificate.get(),
+                                                 tls_->client_key.get())
+          : std::make_unique<httplib::SSLClient>(address_.host, address_.port);
+  connection->enable_server_certificate_verification(true);
+  if (tls_->configured_cas) {
+    SSL_CTX_set_cert_verify_callback(connection->ssl_context(), verifyAgainstConfiguredCas,
+                                     tls_->configured_cas.get());
+  }
+  connection->set_keep_alive(true);
+  connection->set_connection_timeout(options_.connect_timeout);
+  connection->set_read_timeout(read_timeout);
+  connection->set_write_timeout(options_.request_timeout);
+  return connection;
+}
+
+std::unique_ptr<httplib::SSLClient> ApiClient::takeConnection() {
+  {
+    std::lock_guard<std::mutex> lock(idle_mutex_);
+    if (!idle_.empty()) {
+      std::unique_ptr<httplib::SSLClient> connection = std::move(idle_.back());
+      idle_.pop_back();
+      return connection;
+    }
+  }
+  return connect(options_.request_timeout);
+}
+
+void ApiClient::keepConnection(std::unique_ptr<httplib::SSLClient> connection) {
+  std::lock_guard<std::mutex> lock(idle_mutex_);
+  if (idle_.size() < options_.max_idle_connections) {
+    idle_.push_back(std::move(connection));
+  }
+}
+
+ApiError ApiClient::transportError(const char* method, const std::string& path,
+                                   const httplib::SSLClient& connection, int error) const {
+  const auto kind = static_cast<httplib::Error>(error);
+  std::string what = httplib::to_string(kind);
+  if (kind == httplib::Error::SSLServerVerification) {
+    const long verify = connection.get_openssl_verify_result();
+    what = verify == X509_V_OK ? "the server's certificate does not name " + address_.host
+                               : std::string("the server's certificate is not trusted: ") +
+                                     X509_verify_cert_error_string(verify);
+  }
+  return ApiError{0, "",
+                  std::string(method) + " https://" + address_.host + ":" +
+                      std::to_string(address_.port) + address_.path_prefix + path + ": " + what};
+}
+
+ApiResult<ApiClient::Answer> ApiClient::exchange(const char* method, const std::string& path,
+                                                 const std::string& body) {
+  // A second try after a 401 with a token file (rotated under us) and after a GET on a kept
+  // connection that the server had closed.
+  for (int attempt = 0;; ++attempt) {
+    Result<std::string> token = token_->current();
+    if (!token) {
+      return ApiError{0, "", token.error().message};
+    }
+    httplib::Request request;
+    request.method = method;
+    request.path = address_.path_prefix + path;
+    request.headers = {{"Accept", "application/json"}, {"User-Agent", options_.user_agent}};
+    if (!token->empty()) {
+      request.headers.emplace("Authorization", "Bearer " + *token);
+    }
+    if (!body.empty()) {
+      request.headers.emplace("Content-Type", "application/json");
+      request.body = body;
+    }
+    std::unique_ptr<httplib::SSLClient> connection = takeConnection();
+    const bool reused = connection->is_socket_open() != 0;
+    httplib::Result result = connection->send(request);
+    if (!result) {
+      if (reused && attempt == 0 && std::string_view(method) == "GET") {
+        continue;
+      }
+      return transportError(method, path, *connection, static_cast<int>(result.error()));
+    }
+    Answer answer{result->status, std::move(result->body)};
+    keepConnection(std::move(connection));
+    if (answer.status == 401 && token_->fromFile() && attempt == 0) {
+      token_->expire();
+      continue;
+    }
+    return answer;
+  }
+}
+
+ApiResult<json> ApiClient::call(const char* method, const std::string& path, const json* body) {
+  ApiResult<Answer> answer = exchange(method, path, body != nullptr ? body->dump() : "");
+  if (!answer) {
+    return answer.error();
+  }
+  if (!isSuccess(answer->status)) {
+    return errorFromAnswer(answer->status, answer->body);
+  }
+  return parseApiJson(answer->body, answer->status, std::string(method) + " " + path + " answer");
+}
+
+ApiResult<json> ApiClient::get(const std::string& path) {
+  return call("GET", path, nullptr);
+}
+
+ApiResult<ObjectList> ApiClient::list(const std::string& collection_path,
+                                      const ListOptions& options) {
+  ApiResult<json> answer =
+      get(withQuery(collection_path, {{"labelSelector", options.label_selector},
+                                      {"fieldSelector", options.field_selector}}));
+  if (!answer) {
+    return answer.error();
+  }
+  const json& body = *answer;
+  if (!body.is_object() || !body.contains("items") ||
+      !(body["items"].is_array() || body["items"].is_null())) {
+    return ApiError{200, "", "LIST " + collection_path + ": answer is not a list (no 'items')"};
+  }
+  ObjectList list;
+  list.resource_version = resourceVersionOf(body);
+  if (body["items"].is_array()) {
+    list.items = body["items"].get<std::vector<json>>();
+  }
+  return list;
+}
+
+ApiResult<json> ApiClient::create(const std::string& collection_path, const json& object) {
+  return call("POST", collection_path, &object);
+}
+
+ApiResult<json> ApiClient::update(const std::string& path, const json& object) {
+  return call("PUT", path, &object);
+}
+
+ApiResult<json> ApiClient::updateWithRetry(const std::string& path, const Mutation& mutate,
+                                           int max_attempts) {
+  ApiResult<json> outcome = ApiError{0, "", "PUT " + path + ": no attempt made"};
+  for (int attempt = 0; attempt < max_attempts; ++attempt) {
+    ApiResult<json> current = get(path);
+    if (!current) {
+      return current.error();
+    }
+    json object = std::move(*current);
+    if (Status mutated = mutate(object); !mutated) {
+      return ApiError{0, "", mutated.error().message};
+    }
+    outcome = update(path, object);
+    if (outcome || outcome.error().code != 409) {
+      return outcome;
+    }
+  }
+  ApiError conflict = outcome.error();
+  conflict.message += " (gave up after " + std::to_string(max_attempts) + " attempts)";
+  return conflict;
+}
+
+ApiResult<json> ApiClient::remove(const std::string& path) {
+  return call("DELETE", path, nullptr);
+}
+
+ApiResult<std::string> ApiClient::watch(const std::string& collection_path,
+                                        const WatchOptions& options, const WatchHandler& on_event,
+                                        WatchStop& stop) {
+  Result<std::string> token = token_->current();
+  if (!token) {
+    return ApiError{0, "", token.error().message};
+  }
+  // Its own connection: the stream holds it for minutes.
+  std::unique_ptr<httplib::SSLClient> connection =
+      connect(std::chrono::seconds(options.timeout_seconds) + options_.request_timeout);
+  {
+    std::lock_guard<std::mutex> lock(stop.mutex_);
+    if (stop.stopped_) {
+      return options.resource_version;
+    }
+    stop.active_ = connection.get();
+  }
+  const std::string path =
+      withQuery(collection_path, {{"watch", "1"},
+                                  {"resourceVersion", options.resource_version},
+                                  {"labelSelector", options.label_selector},
+                                  {"fieldSelector", options.field_selector},
+                                  {"timeoutSeconds", std::to_string(options.timeout_seconds)},
+                                  {"allowWatchBookmarks", "true"}});
+  httplib::Headers headers = {{"Accept", "application/json"}, {"User-Agent", options_.user_agent}};
+  if (!token->empty()) {
+    headers.emplace("Authorization", "Bearer " + *token);
+  }
+
+  std::string last_version = options.resource_version;
+  int status = 0;
+  std::string error_body;
+  WatchLineBuffer lines;
+  std::optional<ApiError> failure;
+  bool ended_by_caller = false;
+  const httplib::Result result = connection->Get(
+      address_.path_prefix + path, headers,
+      [&](const httplib::Response& response) {
+        status = response.status;
+        return true;
+      },
+      [&](const char* data, size_t length) {
+        if (status != 200) {
+          error_body.append(data, length);
+          return error_body.size() < 64 * 1024;
+        }
+        lines.append(std::string_view(data, length));
+        std::string line;
+        while (lines.nextLine(line)) {
+          if (line.empty()) {
+            continue;
+          }
+          ApiResult<WatchEvent> event = parseWatchEvent(line);
+          if (!event) {
+            failure = event.error();
+            return false;
+          }
+          if (event->type == "ERROR") {
+            failure = errorFromStatus(event->object, 0);
+            return false;
+          }
+          if (std::string version = resourceVersionOf(event->object); !version.empty()) {
+            last_version = std::move(version);
+          }
+          if (event->type != "BOOKMARK" && !on_event(*event)) {
+            ended_by_caller = true;
+            return false;
+          }
+        }
+        return true;
+      });
+  {
+    std::lock_guard<std::mutex> lock(stop.mutex_);
+    stop.active_ = nullptr;
+    ended_by_caller = ended_by_caller || stop.stopped_;
+  }
+  if (failure) {
+    return *failure;
+  }
+  if (ended_by_caller) {
+    return last_version;
+  }
+  if (status != 0 && status != 200) {
+    if (status == 401) {
+      token_->expire();
+    }
+    return errorFromAnswer(status, error_body);
+  }
+  if (!result) {
+    return transportError("WATCH", path, *connection, static_cast<int>(result.error()));
+  }
+  return last_version;
+}
+
+} // namespace kube_rdma
