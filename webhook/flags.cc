@@ -53,6 +53,10 @@ Result<WebhookFlags> parseWebhookFlags(const std::vector<std::string>& args) {
                    }),
                    "also serve /metrics over plain HTTP here (default: off)")
       ->type_name("HOST:PORT");
+  app->add_option("--kubeconfig", flags.kubeconfig,
+                  "kubeconfig for reading pods' resource claims (default: in a cluster, the "
+                  "pod's service account)")
+      ->type_name("FILE");
   addLogFormatOption(*app, flags.log_format);
   app->add_option("--max-connections", flags.max_connections,
                   "connections served at once, a thread each; the rest wait")

@@ -18,6 +18,9 @@ struct WebhookFlags {
   ListenAddress listen{"0.0.0.0", 8443};
   std::string policy_file;     // empty: the default policy
   std::string metrics_address; // empty: /metrics only on the HTTPS port
+  // Where the API server is, for reading pods' resource claims; empty: the pod's service account
+  // when running in a cluster, else no API access.
+  std::string kubeconfig;
   LogFormat log_format = LogFormat::kText;
   // One thread per connection, started as connections come; connections beyond wait.
   size_t max_connections = 1024;

@@ -7,11 +7,15 @@
 
 #include <atomic>
 #include <iostream>
+#include <optional>
 #include <thread>
 
 #include "common/file_watcher.h"
 #include "common/strings.h"
 #include "common/webhook_policy.h"
+#include "kubeclient/api_client.h"
+#include "kubeclient/kubeconfig.h"
+#include "webhook/claim_reader.h"
 #include "webhook/flags.h"
 
 namespace kube_rdma {
@@ -53,8 +57,43 @@ void raiseDescriptorLimit(size_t max_connections, Logger& logger) {
   }
 }
 
+// Pods of one Job share a claim template: a burst of them reads it once.
+constexpr std::chrono::seconds kClaimCacheTtl{30};
+// Well inside the MutatingWebhookConfiguration's 5 s, with the review's own time.
+constexpr std::chrono::milliseconds kClaimReadTimeout{1500};
+
+// The API client for reading pods' resource claims: from --kubeconfig, else the pod's service
+// account in a cluster, else none (nullptr: such pods are admitted with a warning). A
+// --kubeconfig that cannot be used is an error; a missing service account is not.
+Result<ApiClientPtr> connectApi(const WebhookFlags& flags, Logger& logger) {
+  ClientOptions options;
+  options.connect_timeout = kClaimReadTimeout;
+  options.request_timeout = kClaimReadTimeout;
+  options.user_agent = "rdma-webhook";
+  if (!flags.kubeconfig.empty()) {
+    Result<ApiConfig> config = loadKubeconfig(flags.kubeconfig);
+    if (!config.ok()) {
+      return config.error();
+    }
+    logger.info("reading resource claims",
+                {{"server", config->server}, {"from", flags.kubeconfig}});
+    return ApiClient::fromConfig(*config, options, std::make_shared<RealClock>());
+  }
+  const ServiceEnvironment env = serviceEnvironmentFromProcess();
+  Result<ApiConfig> config = inClusterConfig("/", env);
+  if (env.host.empty() || !config.ok()) {
+    logger.warn("no API access: pods with resource claims are admitted with a warning",
+                {{"why", env.host.empty() ? "no --kubeconfig and not in a cluster"
+                                          : config.error().message}});
+    return ApiClientPtr{};
+  }
+  logger.info("reading resource claims", {{"server", config->server}, {"from", "service account"}});
+  return ApiClient::fromConfig(*config, options, std::make_shared<RealClock>());
+}
+
 int run(const WebhookFlags& flags) {
   Logger logger(std::cerr, flags.log_format);
+  const ClockPtr clock = std::make_shared<RealClock>();
   raiseDescriptorLimit(flags.max_connections, logger);
   // Signals go to the signal thread only; every thread started below inherits this mask.
   sigset_t signals;
@@ -122,10 +161,17 @@ int run(const WebhookFlags& flags) {
   options.port = flags.listen.port;
   options.max_connections = flags.max_connections;
   options.request_timeout = flags.request_timeout;
-  // No API access yet: a pod's resource claims are not read, and such a pod gets a warning.
-  const ClaimReader read_claim;
-  AdmissionServer server(options, certificates, policies, registry, metrics,
-                         std::make_shared<RealClock>(), logger,
+  Result<ApiClientPtr> api = connectApi(flags, logger);
+  if (!api.ok()) {
+    logger.error("cannot use the API server", {{"error", api.error().message}});
+    return 1;
+  }
+  std::optional<ClaimCache> claims;
+  ClaimReader read_claim;
+  if (*api != nullptr) {
+    read_claim = claims.emplace(**api, clock, kClaimCacheTtl).reader();
+  }
+  AdmissionServer server(options, certificates, policies, registry, metrics, clock, logger,
                          [&read_claim](std::string_view body, const WebhookPolicy& policy) {
                            return reviewAdmission(body, policy, read_claim);
                          });

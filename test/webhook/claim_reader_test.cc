@@ -1,0 +1,121 @@
+// The webhook's reads of resource claims from the API-server simulator over real TLS: claim and
+// template specs, the API's error passed on, the cache and its expiry, and a whole review.
+#include "webhook/claim_reader.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "test/apiserver/api_server_simulator.h"
+#include "test/plugin/temp_dir.h"
+#include "test/webhook/admission_test_support.h"
+#include "test/webhook/test_certificates.h"
+#include "webhook/review.h"
+
+namespace kube_rdma {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kToken = "webhook-token";
+
+json readDra(const std::string& file) {
+  std::ifstream in(std::filesystem::path(KUBE_RDMA_WEBHOOK_TESTDATA) / "dra" / file);
+  std::stringstream text;
+  text << in.rdbuf();
+  return json::parse(text.str());
+}
+
+class TestClock : public Clock {
+public:
+  std::chrono::steady_clock::time_point now() const override { return now_; }
+  std::chrono::system_clock::time_point wallNow() const override {
+    return std::chrono::system_clock::time_point{};
+  }
+  void advance(std::chrono::milliseconds by) { now_ += by; }
+
+private:
+  std::chrono::steady_clock::time_point now_{};
+};
+
+class ClaimReaderTest : public testing::Test {
+protected:
+  void SetUp() override {
+    ASSERT_EQ(makeTestCertificates(dir_.path(), {"apiserver"}), "");
+    simulator_ = std::make_unique<ApiServerSimulator>(SimulatorTls{
+        dir_.path() + "/apiserver.crt", dir_.path() + "/apiserver.key", dir_.path() + "/ca.crt"});
+    ASSERT_TRUE(simulator_->start());
+    simulator_->addToken(kToken, "system:serviceaccount:kube-rdma:rdma-webhook");
+    simulator_->put("resourceclaimtemplates", readDra("gpu-and-nic.template.json"));
+    simulator_->put("resourceclaims", readDra("shared-nics.claim.json"));
+    ApiConfig config;
+    config.server = simulator_->url();
+    config.ca_pem = *readWholeFile(dir_.path() + "/ca.crt");
+    config.token = kToken;
+    Result<ApiClientPtr> api = ApiClient::fromConfig(config, {}, clock_);
+    ASSERT_TRUE(api.ok()) << api.error().message;
+    api_ = std::move(*api);
+    cache_ = std::make_unique<ClaimCache>(*api_, clock_, std::chrono::seconds(30));
+  }
+
+  TempDir dir_;
+  std::shared_ptr<TestClock> clock_ = std::make_shared<TestClock>();
+  std::unique_ptr<ApiServerSimulator> simulator_;
+  ApiClientPtr api_;
+  std::unique_ptr<ClaimCache> cache_;
+};
+
+TEST_F(ClaimReaderTest, ReadsTheSpecOfAClaimAndOfATemplate) {
+  Result<json> from_template = cache_->read("training", {"gpu-nic", "", "gpu-and-nic"});
+  ASSERT_TRUE(from_template.ok()) << from_template.error().message;
+  EXPECT_EQ(*from_template, readDra("gpu-and-nic.template.json")["spec"]["spec"]);
+  Result<json> claim = cache_->read("training", {"nics", "shared-nics", ""});
+  ASSERT_TRUE(claim.ok()) << claim.error().message;
+  EXPECT_EQ(*claim, readDra("shared-nics.claim.json")["spec"]);
+}
+
+TEST_F(ClaimReaderTest, TheApiServersMessageIsPassedOn) {
+  Result<json> missing = cache_->read("training", {"x", "no-such-claim", ""});
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(
+      missing.error().message.find("resourceclaims.resource.k8s.io \"no-such-claim\" not found"),
+      std::string::npos)
+      << missing.error().message;
+  simulator_->removeToken(kToken);
+  Result<json> refused = cache_->read("training", {"gpu-nic", "", "gpu-and-nic"});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("401"), std::string::npos) << refused.error().message;
+}
+
+TEST_F(ClaimReaderTest, AnAnswerIsKeptForItsTtlAndAnErrorIsNot) {
+  const PodClaimSource source{"gpu-nic", "", "gpu-and-nic"};
+  ASSERT_TRUE(cache_->read("training", source).ok());
+  const size_t after_first = simulator_->requestCount();
+  ASSERT_TRUE(cache_->read("training", source).ok());
+  EXPECT_EQ(simulator_->requestCount(), after_first) << "read again within the TTL";
+  clock_->advance(std::chrono::seconds(31));
+  ASSERT_TRUE(cache_->read("training", source).ok());
+  EXPECT_EQ(simulator_->requestCount(), after_first + 1);
+
+  const PodClaimSource late{"late", "late-claim", ""};
+  EXPECT_FALSE(cache_->read("training", late).ok());
+  json claim = readDra("shared-nics.claim.json");
+  claim["metadata"]["name"] = "late-claim";
+  simulator_->put("resourceclaims", claim);
+  EXPECT_TRUE(cache_->read("training", late).ok()) << "a claim made after a miss is found";
+}
+
+TEST_F(ClaimReaderTest, AReviewReadsThePodsClaimsFromTheApiServer) {
+  const json pod = readDra("trainer.pod.json");
+  const ReviewOutcome outcome = reviewAdmission(
+      test_support::podCreateReview(pod, "c1a2b3c4-d5e6-4f70-8192-a3b4c5d6e7f8").dump(),
+      defaultWebhookPolicy(), cache_->reader());
+  EXPECT_EQ(outcome.outcome, "mutated");
+  EXPECT_TRUE(outcome.warnings.empty()) << outcome.warnings.front();
+  EXPECT_EQ(outcome.applied, (std::set<std::string>{"env", "ipc-lock", "shm"}));
+}
+
+} // namespace
+} // namespace kube_rdma

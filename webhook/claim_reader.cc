@@ -1,0 +1,44 @@
+#include "webhook/claim_reader.h"
+
+#include "kubeclient/api_paths.h"
+
+namespace kube_rdma {
+
+ClaimCache::ClaimCache(ApiClient& api, ClockPtr clock, std::chrono::milliseconds ttl,
+                       size_t max_entries)
+    : api_(api), clock_(std::move(clock)), ttl_(ttl), max_entries_(max_entries) {}
+
+Result<nlohmann::json> ClaimCache::read(const std::string& ns, const PodClaimSource& source) {
+  const bool from_template = source.claim_name.empty();
+  Result<std::string> path = from_template
+                                 ? objectPath(kResourceClaimTemplates, ns, source.template_name)
+                                 : objectPath(kResourceClaims, ns, source.claim_name);
+  if (!path.ok()) {
+    return path.error();
+  }
+  const auto now = clock_->now();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = entries_.find(*path);
+    if (it != entries_.end() && now < it->second.expires) {
+      return it->second.spec;
+    }
+  }
+  ApiResult<nlohmann::json> object = api_.get(*path);
+  if (!object.ok()) {
+    return toError(object.error());
+  }
+  const nlohmann::json::json_pointer where(from_template ? "/spec/spec" : "/spec");
+  if (!object->contains(where) || !object->at(where).is_object()) {
+    return makeError(*path + " has no " + (from_template ? "spec.spec" : "spec"));
+  }
+  const nlohmann::json& spec = object->at(where);
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (entries_.size() >= max_entries_) {
+    entries_.clear();
+  }
+  entries_[*path] = Entry{spec, now + ttl_};
+  return spec;
+}
+
+} // namespace kube_rdma

@@ -1,0 +1,48 @@
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "common/clock.h"
+#include "common/result.h"
+#include "kubeclient/api_client.h"
+#include "webhook/dra_claims.h"
+
+// The webhook's reads of ResourceClaims and ResourceClaimTemplates from the API server, with a
+// short-lived cache: a Job's pods share one template, so a burst of pod creations reads it once.
+namespace kube_rdma {
+
+class ClaimCache {
+public:
+  // Answers found are kept for `ttl`; errors are not kept (a claim created a moment later must
+  // be found). At most `max_entries` answers are kept; when full, the cache starts over.
+  ClaimCache(ApiClient& api, ClockPtr clock, std::chrono::milliseconds ttl,
+             size_t max_entries = 4096);
+
+  // The ResourceClaimSpec behind `source` in `ns`: the claim's spec, or the template's
+  // spec.spec. Errors carry the API server's message.
+  Result<nlohmann::json> read(const std::string& ns, const PodClaimSource& source);
+
+  ClaimReader reader() {
+    return [this](const std::string& ns, const PodClaimSource& source) { return read(ns, source); };
+  }
+
+private:
+  struct Entry {
+    nlohmann::json spec;
+    std::chrono::steady_clock::time_point expires;
+  };
+
+  ApiClient& api_;
+  ClockPtr clock_;
+  const std::chrono::milliseconds ttl_;
+  const size_t max_entries_;
+  std::mutex mutex_;
+  std::map<std::string, Entry> entries_; // by API path
+};
+
+} // namespace kube_rdma
