@@ -6,16 +6,16 @@
 
 namespace kube_rdma {
 
-DraKubeletServer::DraKubeletServer(ClaimPreparer& preparer, const std::string& dra_socket,
-                                   Logger& logger)
-    : v1_(preparer), v1beta1_(preparer),
+DraKubeletServer::DraKubeletServer(ClaimPreparer& preparer, DraHealthService& health,
+                                   const std::string& dra_socket, Logger& logger)
+    : v1_(preparer), v1beta1_(preparer), health_(health),
       registration_(
           PluginWatcherInfo{"DRAPlugin", kDraDriverName, dra_socket, draSupportedVersions()},
           "the DRA driver", logger) {}
 
 Result<std::unique_ptr<DraKubeletServer>>
 DraKubeletServer::start(const std::string& plugin_registry_dir, const std::string& plugin_dir,
-                        ClaimPreparer& preparer, Logger& logger) {
+                        ClaimPreparer& preparer, DraHealthService& health, Logger& logger) {
   for (const auto& dir : {plugin_registry_dir, plugin_dir}) {
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
@@ -24,8 +24,10 @@ DraKubeletServer::start(const std::string& plugin_registry_dir, const std::strin
     }
   }
   const std::string dra_socket = plugin_dir + "/dra.sock";
-  std::unique_ptr<DraKubeletServer> server(new DraKubeletServer(preparer, dra_socket, logger));
-  auto dra = GrpcSocketServer::start(dra_socket, {&server->v1_, &server->v1beta1_});
+  std::unique_ptr<DraKubeletServer> server(
+      new DraKubeletServer(preparer, health, dra_socket, logger));
+  auto dra =
+      GrpcSocketServer::start(dra_socket, {&server->v1_, &server->v1beta1_, &server->health_});
   if (!dra.ok()) {
     return dra.error();
   }

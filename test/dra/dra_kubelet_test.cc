@@ -3,11 +3,14 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 
 #include <grpcpp/grpcpp.h>
 
+#include "dra/device_health.h"
 #include "dra/dra_server.h"
+#include "dra-health/v1/api.grpc.pb.h"
 #include "dra/v1/api.grpc.pb.h"
 #include "dra/v1beta1/api.grpc.pb.h"
 #include "pluginregistration/v1/api.grpc.pb.h"
@@ -36,9 +39,10 @@ void setClaim(Claim* claim, const std::string& namespace_name, const std::string
 class DraKubelet : public testing::Test {
 protected:
   void SetUp() override {
+    health_.update(deviceHealth(discoverFixture("a100-roce"), defaultPluginConfig()));
     auto server = DraKubeletServer::start(dir_.path() + "/plugins_registry",
                                           dir_.path() + "/plugins/rdma.kube-rdma.io",
-                                          *harness_.preparer, harness_.logger);
+                                          *harness_.preparer, health_, harness_.logger);
     ASSERT_TRUE(server.ok()) << server.error().message;
     server_ = std::move(*server);
   }
@@ -58,6 +62,8 @@ protected:
 
   PreparerHarness harness_;
   const TempDir& dir_ = harness_.dir;
+  RealClock clock_;
+  DraHealthService health_{kTestNode, clock_};
   DraKubeletServerPtr server_;
 };
 
@@ -140,6 +146,36 @@ TEST_F(DraKubelet, V1beta1ServesTheSameCalls) {
   ASSERT_TRUE(stub->NodeUnprepareResources(&context, unprepare, &unprepared).ok());
   EXPECT_EQ(unprepared.claims().size(), 1u);
   EXPECT_TRUE(harness_.store->preparedClaims().empty());
+}
+
+TEST_F(DraKubelet, TheHealthStreamSendsEveryDeviceAndThenEachChange) {
+  auto stub = ::v1::DRAResourceHealth::NewStub(dial(getInfo().endpoint()));
+  grpc::ClientContext context;
+  // A generous deadline so that a missing update fails the test instead of hanging it.
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  auto stream = stub->NodeWatchResources(&context, ::v1::NodeWatchResourcesRequest());
+  ::v1::NodeWatchResourcesResponse first;
+  ASSERT_TRUE(stream->Read(&first));
+  ASSERT_EQ(first.devices().size(), 8);
+  for (const auto& device : first.devices()) {
+    EXPECT_EQ(device.device().pool_name(), kTestNode);
+    EXPECT_EQ(device.health(), ::v1::HEALTHY) << device.device().device_name();
+    EXPECT_GT(device.last_updated_time(), 0);
+  }
+  // mlx5_3 (0000:33:00.0) goes down: the fixture "port-down" is the same node in that state.
+  health_.update(deviceHealth(discoverFixture("port-down"), defaultPluginConfig()));
+  ::v1::NodeWatchResourcesResponse second;
+  ASSERT_TRUE(stream->Read(&second));
+  ASSERT_EQ(second.devices().size(), 8);
+  for (const auto& device : second.devices()) {
+    const bool down = device.device().device_name() == "pci-0000-33-00-0-p1";
+    EXPECT_EQ(device.health(), down ? ::v1::UNHEALTHY : ::v1::HEALTHY)
+        << device.device().device_name();
+    if (down) {
+      EXPECT_EQ(device.message(), "mlx5_3 port 1 is DOWN");
+    }
+  }
+  context.TryCancel();
 }
 
 TEST_F(DraKubelet, StoppingRemovesBothSockets) {
