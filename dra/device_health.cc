@@ -65,10 +65,9 @@ DraHealthService::NodeWatchResources(grpc::ServerContext* context,
                                      const ::v1::NodeWatchResourcesRequest*,
                                      grpc::ServerWriter<::v1::NodeWatchResourcesResponse>* writer) {
   std::unique_lock lock(mutex_);
-  uint64_t sent = version_;
   while (!stopped_) {
     const auto response = responseLocked();
-    sent = version_;
+    const uint64_t sent = version_;
     lock.unlock();
     if (!writer->Write(response)) {
       return grpc::Status::OK; // the kubelet went away
