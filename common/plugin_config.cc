@@ -115,7 +115,10 @@ void readGidIndex(ObjectReader& r, NcclPoolOptions& n) {
 }
 
 void readGidPolicy(ObjectReader& r, NcclPoolOptions& n) {
-  const std::string family = r.optionalEnum("addrFamily", {"AF_INET", "AF_INET6"}, "AF_INET");
+  // Absent keeps the value so far: the DRA driver lays RdmaConfigs over one another.
+  const std::string family =
+      r.optionalEnum("addrFamily", {"AF_INET", "AF_INET6"},
+                     n.gid_policy.family == GidFamily::kIPv6 ? "AF_INET6" : "AF_INET");
   n.gid_policy.family = family == "AF_INET6" ? GidFamily::kIPv6 : GidFamily::kIPv4;
   if (auto range = r.maybe<std::string>("addrRange")) {
     auto cidr = parseCidr(*range);
@@ -137,12 +140,17 @@ void readEnv(ObjectReader& r, NcclPoolOptions& n) {
       r.failAt(key, "name must be letters, digits and '_' (not starting with a digit)");
     } else if (std::find(kReservedEnvNames.begin(), kReservedEnvNames.end(), name) !=
                kReservedEnvNames.end()) {
-      r.failAt(key, name + " is computed by the plugin for the granted devices" +
-                        std::string(name == "NCCL_IB_GID_INDEX" ? "; use nccl.gidIndex" : ""));
+      r.failAt(key, name + " is computed on the node for the granted devices" +
+                        std::string(name == "NCCL_IB_GID_INDEX" ? "; use gidIndex" : ""));
     } else if (value.find_first_of(std::string_view("\n\r\0", 3)) != std::string::npos) {
       r.failAt(key, "value must not contain a newline, carriage return or NUL");
     } else if (name.size() > kNcclConfMaxLength || value.size() > kNcclConfMaxLength) {
       r.failAt(key, "longer than NCCL's 1023-byte limit");
+    } else if (auto same =
+                   std::find_if(n.env.begin(), n.env.end(),
+                                [&env_name = name](const auto& e) { return e.first == env_name; });
+               same != n.env.end()) {
+      same->second = value; // a later RdmaConfig's value for a name wins
     } else {
       n.env.emplace_back(name, value);
     }
@@ -152,16 +160,7 @@ void readEnv(ObjectReader& r, NcclPoolOptions& n) {
 NcclPoolOptions readNccl(ObjectReader& pool) {
   NcclPoolOptions n;
   ObjectReader r = pool.object("nccl");
-  readGidIndex(r, n);
-  readGidPolicy(r, n);
-  ObjectReader conf = r.object("ncclConf");
-  n.nccl_conf_enabled = conf.optional<bool>("enabled", n.nccl_conf_enabled);
-  n.nccl_conf_path = conf.optional<std::string>("containerPath", n.nccl_conf_path);
-  if (auto ok = validateContainerPath(n.nccl_conf_path); !ok.ok()) {
-    conf.fail("containerPath", ok.error().message);
-  }
-  conf.finish();
-  readEnv(r, n);
+  readNcclOptions(r, n);
   r.finish();
   return n;
 }
@@ -263,6 +262,21 @@ PluginConfig defaultPluginConfig() {
   config.pools = {defaultPool("rdma/hca", LinkLayer::kInfiniBand),
                   defaultPool("rdma/shared", LinkLayer::kEthernet)};
   return config;
+}
+
+void readNcclOptions(ObjectReader& r, NcclPoolOptions& n) {
+  readGidIndex(r, n);
+  readGidPolicy(r, n);
+  if (r.has("ncclConf")) {
+    ObjectReader conf = r.object("ncclConf");
+    n.nccl_conf_enabled = conf.optional<bool>("enabled", n.nccl_conf_enabled);
+    n.nccl_conf_path = conf.optional<std::string>("containerPath", n.nccl_conf_path);
+    if (auto ok = validateContainerPath(n.nccl_conf_path); !ok.ok()) {
+      conf.fail("containerPath", ok.error().message);
+    }
+    conf.finish();
+  }
+  readEnv(r, n);
 }
 
 MemlockLimit readMemlockLimit(ObjectReader& r, const std::string& key, MemlockLimit fallback) {

@@ -98,6 +98,12 @@ class ObjectReader;
 // kMinMemlockBytes; absent -> `fallback`. Shared with the DRA driver's RdmaConfig.
 MemlockLimit readMemlockLimit(ObjectReader& r, const std::string& key, MemlockLimit fallback);
 
+// Reads the NCCL keys a pool's "nccl" object and the DRA driver's RdmaConfig share: gidIndex,
+// addrFamily, addrRange, ncclConf {enabled, containerPath} and env, into `n`. A key that is
+// absent leaves its field as it is; env entries replace those of the same name. Does not call
+// r.finish(): the caller's object may have more keys.
+void readNcclOptions(ObjectReader& r, NcclPoolOptions& n);
+
 // Parses and validates the config text. "pools" absent means the default pools.
 Result<PluginConfig> parsePluginConfig(const std::string& json_text);
 

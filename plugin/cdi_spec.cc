@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/cdi_edits.h"
 #include "plugin/pool_resource_manager.h"
 
 namespace kube_rdma {
@@ -22,19 +23,11 @@ std::string cdiSpecJson(const NodePool& pool, const NodeTopology& topology,
          {"containerEdits",
           {{"deviceNodes", {{{"path", device->uverbsDevicePath()}, {"permissions", "rw"}}}}}}});
   }
-  spec["containerEdits"] = {
-      {"env", {"KUBE_RDMA_CDI=1"}},
-      {"deviceNodes", {{{"path", "/dev/infiniband/rdma_cm"}, {"permissions", "rw"}}}}};
-  if (memlock.limit.mode != MemlockLimit::Mode::kOff) {
-    // createRuntime runs in the runtime's namespaces: the state's pid, the paths and the
-    // capabilities are the host's, also for user-namespaced pods (docs/memlock.md compares the
-    // stages).
-    spec["containerEdits"]["hooks"] = {
-        {{"hookName", "createRuntime"},
-         {"path", memlock.hook_path},
-         {"args",
-          {"kube-rdma-memlock-hook", "--memlock=" + memlockLimitText(memlock.limit),
-           "--log-file=" + memlock.log_file}}}};
+  using Json = nlohmann::ordered_json;
+  spec["containerEdits"] = {{"env", Json::array({kCdiMarkerEnv})},
+                            {"deviceNodes", Json::array({rdmaCmDeviceNode()})}};
+  if (auto hook = memlockHook(memlock); !hook.is_null()) {
+    spec["containerEdits"]["hooks"] = Json::array({std::move(hook)});
   }
   return spec.dump(2) + "\n";
 }

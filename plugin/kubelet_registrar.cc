@@ -70,28 +70,4 @@ KubeletRegistrarPtr createKubeletRegistrar(const std::string& device_plugin_dir,
   return std::make_unique<GrpcKubeletRegistrar>(device_plugin_dir, timeout);
 }
 
-grpc::Status PluginWatcherRegistration::GetInfo(grpc::ServerContext*,
-                                                const pluginregistration::InfoRequest*,
-                                                pluginregistration::PluginInfo* response) {
-  response->set_type("DevicePlugin");
-  response->set_name(resource_name_);
-  response->set_endpoint(socket_path_);
-  response->add_supported_versions(kDevicePluginApiVersion);
-  return grpc::Status::OK;
-}
-
-grpc::Status PluginWatcherRegistration::NotifyRegistrationStatus(
-    grpc::ServerContext*, const pluginregistration::RegistrationStatus* request,
-    pluginregistration::RegistrationStatusResponse*) {
-  if (request->plugin_registered()) {
-    logger_.info("kubelet registered pool",
-                 {{"resource", resource_name_}, {"mode", "plugin-watcher"}});
-  } else {
-    logger_.error(
-        "kubelet refused pool",
-        {{"resource", resource_name_}, {"mode", "plugin-watcher"}, {"error", request->error()}});
-  }
-  return grpc::Status::OK;
-}
-
 } // namespace kube_rdma

@@ -1,11 +1,10 @@
 #pragma once
 
 #include <chrono>
+#include <memory>
 #include <string>
 
-#include "common/log.h"
 #include "common/result.h"
-#include "pluginregistration/v1/api.grpc.pb.h"
 
 namespace kube_rdma {
 
@@ -41,27 +40,5 @@ using KubeletRegistrarPtr = std::unique_ptr<KubeletRegistrar>;
 
 KubeletRegistrarPtr createKubeletRegistrar(const std::string& device_plugin_dir,
                                            std::chrono::milliseconds timeout);
-
-// Plugin-watcher registration: served on the pool's own socket in the plugins_registry
-// directory next to the DevicePlugin service.
-class PluginWatcherRegistration final : public pluginregistration::Registration::Service {
-public:
-  PluginWatcherRegistration(std::string resource_name, std::string socket_path, Logger& logger)
-      : resource_name_(std::move(resource_name)), socket_path_(std::move(socket_path)),
-        logger_(logger) {}
-
-  // pluginregistration::Registration::Service
-  grpc::Status GetInfo(grpc::ServerContext* context, const pluginregistration::InfoRequest* request,
-                       pluginregistration::PluginInfo* response) override;
-  grpc::Status
-  NotifyRegistrationStatus(grpc::ServerContext* context,
-                           const pluginregistration::RegistrationStatus* request,
-                           pluginregistration::RegistrationStatusResponse* response) override;
-
-private:
-  const std::string resource_name_;
-  const std::string socket_path_;
-  Logger& logger_;
-};
 
 } // namespace kube_rdma

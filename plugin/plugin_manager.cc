@@ -208,8 +208,9 @@ Status PluginManager::serve(Pool& pool) {
       std::make_unique<DevicePluginService>(*pool.manager, resendInterval(), logger_, metrics_);
   std::vector<grpc::Service*> services{pool.service.get()};
   if (mode_ == RegistrationMode::kPluginWatcher) {
-    pool.watcher_registration =
-        std::make_unique<PluginWatcherRegistration>(resource, socket, logger_);
+    pool.watcher_registration = std::make_unique<PluginWatcherRegistration>(
+        PluginWatcherInfo{"DevicePlugin", resource, socket, {kDevicePluginApiVersion}}, "pool",
+        logger_);
     services.push_back(pool.watcher_registration.get());
   }
   auto server = GrpcSocketServer::start(socket, services);

@@ -16,11 +16,12 @@
 #include "common/plugin_config.h"
 #include "plugin/device_plugin_service.h"
 #include "plugin/flags.h"
-#include "plugin/grpc_socket_server.h"
 #include "plugin/health_watcher.h"
 #include "plugin/kubelet_registrar.h"
 #include "plugin/pool_resource_manager.h"
 #include "plugin/state_writer.h"
+#include "rpc/grpc_socket_server.h"
+#include "rpc/plugin_watcher_registration.h"
 
 namespace kube_rdma {
 

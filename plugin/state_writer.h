@@ -4,13 +4,10 @@
 #include <string>
 #include <string_view>
 
+#include "common/atomic_file.h"
 #include "common/result.h"
 
 namespace kube_rdma {
-
-// Writes `content` to `path` so that readers see the old file or the new one, never a part:
-// a temporary file in the same directory, fsync, rename over `path`, fsync the directory.
-Status writeFileAtomically(const std::string& path, const std::string& content);
 
 // The plugin's files under --state-dir: topology.json and nccl.conf files named after their
 // content ("nccl-<64-bit FNV-1a, 16 hex digits>.conf"), so an allocation's mount never changes

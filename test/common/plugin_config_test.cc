@@ -192,8 +192,8 @@ INSTANTIATE_TEST_SUITE_P(
                 R"($.pools[0].nccl.env["NCCL X"]: name must be letters)"},
         BadCase{"env_reserved", R"({"pools":[{"resourceName":"rdma/a",
                 "nccl":{"env":{"NCCL_IB_GID_INDEX":"3"}}}]})",
-                "$.pools[0].nccl.env.NCCL_IB_GID_INDEX: NCCL_IB_GID_INDEX is computed by the "
-                "plugin for the granted devices; use nccl.gidIndex"},
+                "$.pools[0].nccl.env.NCCL_IB_GID_INDEX: NCCL_IB_GID_INDEX is computed on the "
+                "node for the granted devices; use gidIndex"},
         BadCase{"env_newline", R"({"pools":[{"resourceName":"rdma/a",
                 "nccl":{"env":{"NCCL_DEBUG":"INFO\nNCCL_IB_HCA=mlx5"}}}]})",
                 "$.pools[0].nccl.env.NCCL_DEBUG: value must not contain a newline"},

@@ -5,8 +5,8 @@
 #include <sstream>
 
 #include "plugin/device_list_store.h"
-#include "plugin/grpc_socket_server.h"
 #include "plugin/kubelet_registrar.h"
+#include "rpc/grpc_socket_server.h"
 #include "test/plugin/kubelet_simulator.h"
 #include "test/plugin/temp_dir.h"
 

@@ -1,4 +1,4 @@
-#include "plugin/grpc_socket_server.h"
+#include "rpc/grpc_socket_server.h"
 
 #include <sys/stat.h>
 #include <unistd.h>

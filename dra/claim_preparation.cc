@@ -1,0 +1,255 @@
+#include "dra/claim_preparation.h"
+
+#include <algorithm>
+
+#include "common/cdi_edits.h"
+#include "common/json_reader.h"
+#include "common/nccl_settings.h"
+#include "common/pools.h"
+#include "common/strings.h"
+#include "dra/rdma_config.h"
+#include "dra/resource_slice.h"
+
+namespace kube_rdma {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+const nlohmann::json* member(const nlohmann::json& object, const char* key) {
+  if (!object.is_object()) {
+    return nullptr;
+  }
+  const auto it = object.find(key);
+  return it == object.end() ? nullptr : &*it;
+}
+
+std::string stringMember(const nlohmann::json& object, const char* key) {
+  const nlohmann::json* value = member(object, key);
+  return value != nullptr && value->is_string() ? value->get<std::string>() : "";
+}
+
+// A UID names files on the node: a UUID's characters only.
+bool isUid(const std::string& uid) {
+  return !uid.empty() && uid.size() <= 64 && std::all_of(uid.begin(), uid.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
+  });
+}
+
+struct ClaimedPort {
+  DraPort port;
+  size_t published_index = 0; // topology order
+  std::string request;
+};
+
+// Whether a config entry's `requests` covers a result's request: an empty list covers all, and a
+// config for "gpu-nic" covers the subrequest "gpu-nic/roce" of a firstAvailable request.
+bool covers(const nlohmann::json* requests, const std::vector<ClaimedPort>& claimed) {
+  if (requests == nullptr || !requests->is_array() || requests->empty()) {
+    return true;
+  }
+  return std::any_of(requests->begin(), requests->end(), [&](const nlohmann::json& r) {
+    if (!r.is_string()) {
+      return false;
+    }
+    const std::string name = r.get<std::string>();
+    return std::any_of(claimed.begin(), claimed.end(), [&](const ClaimedPort& c) {
+      return c.request == name || c.request.starts_with(name + "/");
+    });
+  });
+}
+
+// The RdmaConfigs for this driver in the order they apply: class configs, then claim configs,
+// each in the order given.
+Result<RdmaConfig> mergedConfig(const nlohmann::json& devices_status,
+                                const std::vector<ClaimedPort>& claimed, RdmaConfig base) {
+  const nlohmann::json* configs = member(devices_status, "config");
+  if (configs == nullptr || !configs->is_array()) {
+    return base;
+  }
+  std::vector<size_t> order(configs->size());
+  for (size_t i = 0; i < order.size(); ++i) {
+    order[i] = i;
+  }
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return stringMember((*configs)[a], "source") == "FromClass" &&
+           stringMember((*configs)[b], "source") != "FromClass";
+  });
+  std::vector<std::string> errors;
+  for (const size_t i : order) {
+    const nlohmann::json& entry = (*configs)[i];
+    const nlohmann::json* opaque = member(entry, "opaque");
+    if (opaque == nullptr || stringMember(*opaque, "driver") != kDraDriverName ||
+        !covers(member(entry, "requests"), claimed)) {
+      continue;
+    }
+    const std::string path =
+        jsonIndexPath("status.allocation.devices.config", i) + ".opaque.parameters";
+    const nlohmann::json* parameters = member(*opaque, "parameters");
+    if (parameters == nullptr) {
+      errors.push_back(path + ": missing; an RdmaConfig object is expected");
+      continue;
+    }
+    auto config = parseRdmaConfig(*parameters, path);
+    if (!config.ok()) {
+      errors.push_back(config.error().message);
+      continue;
+    }
+    base = mergeRdmaConfig(base, *config);
+  }
+  if (!errors.empty()) {
+    return makeError(joinStrings(errors, "; "));
+  }
+  const auto& policy = base.nccl.gid_policy;
+  if (policy.range && policy.range->family != policy.family) {
+    return makeError("the RdmaConfigs together give an addrRange outside their addrFamily");
+  }
+  return base;
+}
+
+Json cdiSpec(const ClaimRef& ref, const std::vector<ClaimedPort>& claimed, const NcclEnv& env,
+             const ClaimFile* nccl_conf, const NcclPoolOptions& nccl,
+             const MemlockHookConfig& memlock) {
+  Json devices = Json::array();
+  for (const auto& c : claimed) {
+    devices.push_back({{"name", ref.uid + "-" + c.port.name},
+                       {"containerEdits",
+                        {{"deviceNodes", Json::array({{{"path", c.port.device->uverbsDevicePath()},
+                                                       {"permissions", "rw"}}})}}}});
+  }
+  Json variables = Json::array({kCdiMarkerEnv});
+  for (const auto& [name, value] : env) {
+    if (name.starts_with("KUBE_RDMA_")) {
+      variables.push_back(name + "=" + value);
+    }
+  }
+  variables.push_back("KUBE_RDMA_CLAIM=" + ref.namespace_name + "/" + ref.name);
+  Json edits = {{"env", std::move(variables)}, {"deviceNodes", Json::array({rdmaCmDeviceNode()})}};
+  if (nccl_conf != nullptr) {
+    edits["mounts"] = Json::array({{{"hostPath", nccl_conf->path},
+                                    {"containerPath", nccl.nccl_conf_path},
+                                    {"options", {"ro", "nosuid", "nodev", "bind"}}}});
+  }
+  if (auto hook = memlockHook(memlock); !hook.is_null()) {
+    edits["hooks"] = Json::array({std::move(hook)});
+  }
+  return {{"cdiVersion", "0.5.0"},
+          {"kind", kDraCdiKind},
+          {"devices", std::move(devices)},
+          {"containerEdits", std::move(edits)}};
+}
+
+} // namespace
+
+std::string claimCdiSpecPath(const std::string& cdi_dir, const std::string& uid) {
+  std::string kind = kDraCdiKind;
+  kind[kind.find('/')] = '-';
+  return cdi_dir + "/" + kind + "_" + uid + ".json";
+}
+
+std::string claimNcclConfPath(const std::string& state_dir, const std::string& uid) {
+  return state_dir + "/nccl-claim-" + uid + ".conf";
+}
+
+Result<PreparedClaim> prepareClaim(const nlohmann::json& claim, const ClaimRef& ref,
+                                   const NodeTopology& topology, const PrepareContext& context) {
+  const std::string what = "ResourceClaim " + ref.namespace_name + "/" + ref.name;
+  if (!isUid(ref.uid)) {
+    return makeError(what + ": the kubelet's claim UID \"" + ref.uid +
+                     "\" is not a UID (lower-case letters, digits and '-')");
+  }
+  const nlohmann::json* metadata = member(claim, "metadata");
+  const std::string uid = metadata != nullptr ? stringMember(*metadata, "uid") : "";
+  if (uid != ref.uid) {
+    return makeError(what + " has metadata.uid \"" + uid + "\", the kubelet asked for \"" +
+                     ref.uid + "\" (deleted and re-created?)");
+  }
+  const nlohmann::json* status = member(claim, "status");
+  const nlohmann::json* allocation = status ? member(*status, "allocation") : nullptr;
+  const nlohmann::json* devices_status = allocation ? member(*allocation, "devices") : nullptr;
+  const nlohmann::json* results = devices_status ? member(*devices_status, "results") : nullptr;
+  if (results == nullptr || !results->is_array()) {
+    return makeError(what + " has no status.allocation.devices.results: not allocated");
+  }
+
+  const std::vector<NodePool> pools = buildPools(topology, context.config);
+  const std::vector<DraPort> published = publishedPorts(topology, pools);
+  std::vector<ClaimedPort> claimed;
+  for (size_t i = 0; i < results->size(); ++i) {
+    const nlohmann::json& result = (*results)[i];
+    if (stringMember(result, "driver") != kDraDriverName ||
+        stringMember(result, "pool") != context.node_name) {
+      continue;
+    }
+    const std::string device = stringMember(result, "device");
+    const auto port = std::find_if(published.begin(), published.end(),
+                                   [&](const DraPort& p) { return p.name == device; });
+    if (port == published.end()) {
+      return makeError(what + ": " + jsonIndexPath("status.allocation.devices.results", i) +
+                       ".device \"" + device + "\" is not a device this node publishes");
+    }
+    if (port->device->uverbs.empty()) {
+      return makeError(what + ": " + device + " (" + port->device->name +
+                       ") has no uverbs device node, so a container could not use it");
+    }
+    claimed.push_back(ClaimedPort{*port, static_cast<size_t>(port - published.begin()),
+                                  stringMember(result, "request")});
+  }
+  // NCCL_IB_HCA and the CDI devices in the node's order, whatever order the scheduler chose.
+  std::stable_sort(claimed.begin(), claimed.end(), [](const auto& a, const auto& b) {
+    return a.published_index < b.published_index;
+  });
+  if (claimed.empty()) {
+    return makeError(what + " has no device of driver " + kDraDriverName + " in pool " +
+                     context.node_name);
+  }
+
+  RdmaConfig base;
+  base.nccl = claimed.front().port.pool->spec.nccl;
+  base.memlock = context.config.memlock.limit;
+  auto config = mergedConfig(*devices_status, claimed, std::move(base));
+  if (!config.ok()) {
+    return makeError(what + ": " + config.error().message);
+  }
+
+  // The claim's ports as one pool, so the NCCL settings name exactly them.
+  NodePool pool{claimed.front().port.pool->spec, {}};
+  pool.spec.nccl = config->nccl;
+  for (const auto& c : claimed) {
+    if (pool.hcas.empty() || pool.hcas.back().device != c.port.device->name) {
+      pool.hcas.push_back(PoolHca{c.port.device->name, {}});
+    }
+    pool.hcas.back().ports.push_back(c.port.port->number);
+  }
+  auto env = computeNcclSettings(topology, pool, pool.deviceNames());
+  if (!env.ok()) {
+    return makeError(what + ": " + env.error().message);
+  }
+
+  PreparedClaim prepared;
+  if (config->nccl.nccl_conf_enabled) {
+    NcclEnv settings;
+    std::copy_if(env->begin(), env->end(), std::back_inserter(settings),
+                 [](const auto& s) { return !s.first.starts_with("KUBE_RDMA_"); });
+    auto text = renderNcclConf(settings);
+    if (!text.ok()) {
+      return makeError(what + ": " + text.error().message);
+    }
+    prepared.files.push_back(ClaimFile{claimNcclConfPath(context.state_dir, ref.uid), *text});
+  }
+  MemlockHookConfig memlock = context.config.memlock;
+  memlock.limit = config->memlock;
+  const ClaimFile* nccl_conf = prepared.files.empty() ? nullptr : &prepared.files.front();
+  const Json spec = cdiSpec(ref, claimed, *env, nccl_conf, config->nccl, memlock);
+  prepared.files.push_back(
+      ClaimFile{claimCdiSpecPath(context.cdi_dir, ref.uid), spec.dump(2) + "\n"});
+  for (const auto& c : claimed) {
+    prepared.devices.push_back(
+        PreparedDevice{{c.request},
+                       context.node_name,
+                       c.port.name,
+                       {std::string(kDraCdiKind) + "=" + ref.uid + "-" + c.port.name}});
+  }
+  return prepared;
+}
+
+} // namespace kube_rdma

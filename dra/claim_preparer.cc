@@ -1,0 +1,45 @@
+#include "dra/claim_preparer.h"
+
+#include "common/json_reader.h"
+
+namespace kube_rdma {
+
+Result<std::vector<PreparedDevice>> ClaimPreparer::prepare(const ClaimRef& claim) {
+  auto text = reader_.getResourceClaim(claim.namespace_name, claim.name);
+  if (!text.ok()) {
+    return makeError("cannot read ResourceClaim " + claim.namespace_name + "/" + claim.name + ": " +
+                     text.error().message);
+  }
+  auto json = parseJsonDocument(*text, "ResourceClaim");
+  if (!json.ok()) {
+    return json.error();
+  }
+  Result<PreparedClaim> prepared = [&] {
+    std::lock_guard lock(topology_mutex_);
+    return prepareClaim(*json, claim, topology_, context_);
+  }();
+  if (!prepared.ok()) {
+    logger_.error("cannot prepare claim", {{"claim", claim.namespace_name + "/" + claim.name},
+                                           {"uid", claim.uid},
+                                           {"error", prepared.error().message}});
+    return prepared.error();
+  }
+  if (auto status = store_.prepare(claim.uid, *prepared); !status.ok()) {
+    return status.error();
+  }
+  logger_.info("prepared claim", {{"claim", claim.namespace_name + "/" + claim.name},
+                                  {"uid", claim.uid},
+                                  {"devices", std::to_string(prepared->devices.size())}});
+  return std::move(prepared->devices);
+}
+
+Status ClaimPreparer::unprepare(const ClaimRef& claim) {
+  return store_.unprepare(claim.uid);
+}
+
+void ClaimPreparer::setTopology(NodeTopology topology) {
+  std::lock_guard lock(topology_mutex_);
+  topology_ = std::move(topology);
+}
+
+} // namespace kube_rdma

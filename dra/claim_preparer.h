@@ -1,0 +1,42 @@
+#pragma once
+
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "common/device_model.h"
+#include "common/log.h"
+#include "common/result.h"
+#include "dra/claim_preparation.h"
+#include "dra/claim_reader.h"
+#include "dra/claim_store.h"
+
+namespace kube_rdma {
+
+// NodePrepareResources and NodeUnprepareResources for one claim, whatever the gRPC version:
+// reads the claim, prepares it (prepareClaim) and writes its files (ClaimStore). Thread-safe;
+// the node's topology can be replaced while calls run.
+class ClaimPreparer {
+public:
+  /** @param reader, store, logger not owned; must outlive the preparer. */
+  ClaimPreparer(ClaimReader& reader, ClaimStore& store, PrepareContext context,
+                NodeTopology topology, Logger& logger)
+      : reader_(reader), store_(store), context_(std::move(context)),
+        topology_(std::move(topology)), logger_(logger) {}
+
+  Result<std::vector<PreparedDevice>> prepare(const ClaimRef& claim);
+  // A claim this driver never prepared is not an error (the kubelet repeats calls).
+  Status unprepare(const ClaimRef& claim);
+
+  void setTopology(NodeTopology topology);
+
+private:
+  ClaimReader& reader_;
+  ClaimStore& store_;
+  const PrepareContext context_;
+  std::mutex topology_mutex_;
+  NodeTopology topology_;
+  Logger& logger_;
+};
+
+} // namespace kube_rdma

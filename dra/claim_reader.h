@@ -1,0 +1,24 @@
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "common/result.h"
+
+namespace kube_rdma {
+
+// Reads a ResourceClaim from the API server (GET
+// /apis/resource.k8s.io/v1/namespaces/<namespace>/resourceclaims/<name>).
+class ClaimReader {
+public:
+  virtual ~ClaimReader() = default;
+  /**
+   * @return the ResourceClaim's JSON as the API server sent it, or an error saying why not (the
+   * API's Status message when it gave one).
+   */
+  virtual Result<std::string> getResourceClaim(const std::string& namespace_name,
+                                               const std::string& name) = 0;
+};
+using ClaimReaderPtr = std::unique_ptr<ClaimReader>;
+
+} // namespace kube_rdma

@@ -1,0 +1,46 @@
+#include "dra/flags.h"
+
+#include "common/command_line.h"
+
+namespace kube_rdma {
+
+Result<DraFlags> parseDraFlags(const std::vector<std::string>& args,
+                               const std::string& node_name_env) {
+  DraFlags flags;
+  flags.node_name = node_name_env;
+  auto app = makeApp("rdma-dra-driver",
+                     "rdma-dra-driver: publishes the node's RDMA ports for Dynamic Resource "
+                     "Allocation and prepares the ResourceClaims that get them.");
+  app->add_option("--node-name", flags.node_name, "this node (default: $NODE_NAME)")
+      ->type_name("NAME");
+  app->add_option("--config", flags.config_path,
+                  "pools and NCCL options, the device plugin's format (JSON); default: every "
+                  "InfiniBand and RoCE port but the management NIC's and VFs")
+      ->type_name("FILE");
+  app->add_option("--sysfs-root", flags.sysfs_root, "sysfs to read")->type_name("DIR");
+  app->add_option("--proc-root", flags.proc_root, "procfs to read")->type_name("DIR");
+  app->add_option("--dev-root", flags.dev_root,
+                  "where device nodes are checked; CDI specs always name host paths under /dev")
+      ->type_name("DIR");
+  app->add_option("--plugin-registry-dir", flags.plugin_registry_dir,
+                  "the kubelet's plugin watcher directory (registration socket)")
+      ->type_name("DIR");
+  app->add_option("--plugin-dir", flags.plugin_dir, "where the DRA socket dra.sock goes")
+      ->type_name("DIR");
+  app->add_option("--cdi-dir", flags.cdi_dir, "where the per-claim CDI specs go")->type_name("DIR");
+  app->add_option("--state-dir", flags.state_dir, "the checkpoint and the claims' nccl.conf files")
+      ->type_name("DIR");
+  addLogFormatOption(*app, flags.log_format);
+
+  Result<std::string> parsed = parseArgs(*app, args);
+  if (!parsed) {
+    return parsed.error();
+  }
+  flags.exit_message = std::move(*parsed);
+  if (flags.exit_message.empty() && flags.node_name.empty()) {
+    return makeError("--node-name (or NODE_NAME) is required: the pool is named after the node");
+  }
+  return flags;
+}
+
+} // namespace kube_rdma

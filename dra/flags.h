@@ -1,0 +1,32 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/log.h"
+#include "common/result.h"
+
+namespace kube_rdma {
+
+// rdma-dra-driver's command line (docs/dra.md), with the defaults a node has.
+struct DraFlags {
+  std::string node_name; // required: --node-name or the NODE_NAME variable
+  std::string config_path;
+  std::string sysfs_root = "/sys";
+  std::string proc_root = "/proc";
+  std::string dev_root = "/dev";
+  std::string plugin_registry_dir = "/var/lib/kubelet/plugins_registry";
+  std::string plugin_dir = "/var/lib/kubelet/plugins/rdma.kube-rdma.io";
+  std::string cdi_dir = "/var/run/cdi";
+  std::string state_dir = "/var/run/kube-rdma/dra";
+  LogFormat log_format = LogFormat::kText;
+  // --help or --version: print this and exit 0 instead of running.
+  std::string exit_message;
+};
+
+// Parses argv without argv[0]. `node_name_env` is the NODE_NAME variable (the DaemonSet sets it
+// from spec.nodeName); --node-name wins over it. A missing node name is an error.
+Result<DraFlags> parseDraFlags(const std::vector<std::string>& args,
+                               const std::string& node_name_env);
+
+} // namespace kube_rdma

@@ -1,0 +1,163 @@
+#include "dra/resource_slice.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "common/gid_selection.h"
+#include "common/topology.h"
+
+namespace kube_rdma {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+// Lower case, every run of other characters one '-', no '-' at either end, at most 63.
+std::string dnsLabel(const std::string& text) {
+  std::string out;
+  for (const char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (std::isalnum(u)) {
+      out += static_cast<char>(std::tolower(u));
+    } else if (!out.empty() && out.back() != '-') {
+      out += '-';
+    }
+  }
+  while (!out.empty() && out.back() == '-') {
+    out.pop_back();
+  }
+  return out.substr(0, 63);
+}
+
+// Builds one device's attributes, leaving out what the API would refuse.
+class AttributeSet {
+public:
+  AttributeSet(const std::string& device, std::vector<std::string>& warnings)
+      : device_(device), warnings_(warnings) {}
+
+  void addString(const std::string& id, const std::string& value) {
+    if (value.empty()) {
+      return;
+    }
+    if (value.size() > kMaxAttributeStringLength) {
+      warnings_.push_back(device_ + ": attribute " + id + " left out: \"" + value + "\" is over " +
+                          std::to_string(kMaxAttributeStringLength) + " characters");
+      return;
+    }
+    attributes_[id] = {{"string", value}};
+  }
+  void addInt(const std::string& id, int64_t value) { attributes_[id] = {{"int", value}}; }
+
+  Json take() { return std::move(attributes_); }
+
+private:
+  const std::string& device_;
+  std::vector<std::string>& warnings_;
+  Json attributes_ = Json::object();
+};
+
+// The IPv4 address of the GID NCCL's rule picks, else of the first IPv4 GID.
+std::string portIpv4(const Port& port, std::optional<uint32_t> gid_index) {
+  for (const auto& gid : port.gids) {
+    if (gid_index && gid.index == *gid_index && !gid.ipv4.empty()) {
+      return gid.ipv4;
+    }
+  }
+  for (const auto& gid : port.gids) {
+    if (!gid.ipv4.empty()) {
+      return gid.ipv4;
+    }
+  }
+  return "";
+}
+
+Json deviceJson(const DraPort& p, std::vector<std::string>& warnings) {
+  const RdmaDevice& d = *p.device;
+  const Port& port = *p.port;
+  AttributeSet a(p.name, warnings);
+  a.addString("rdmaDevice", d.name);
+  a.addInt("port", port.number);
+  a.addString("netdev", port.netdev);
+  a.addString("linkLayer", toString(port.link_layer));
+  a.addString("state", toString(port.state));
+  a.addInt("rateGbps", port.rate_gbps);
+  const std::optional<uint32_t> gid_index = selectGidIndex(port, p.pool->spec.nccl.gid_policy);
+  a.addString("ipv4", portIpv4(port, gid_index));
+  if (gid_index) {
+    a.addInt("gidIndex", *gid_index);
+  }
+  if (d.numa_node) {
+    a.addInt("numaNode", *d.numa_node);
+  }
+  a.addString("firmware", d.fw_ver);
+  a.addString("hcaType", d.hca_type);
+  a.addString("pciVendorID", d.vendor_id);
+  a.addString("pciDeviceID", d.device_id);
+  a.addString("resource.kubernetes.io/pciBusID", d.pci_address);
+  a.addString("resource.kubernetes.io/pcieRoot", rootComplexOf(d.pcie_path));
+  return Json{{"name", p.name}, {"attributes", a.take()}};
+}
+
+} // namespace
+
+std::string draDeviceName(const RdmaDevice& device, uint32_t port) {
+  const std::string suffix = "-p" + std::to_string(port);
+  const std::string base = device.pci_address.empty() ? "rdma-" + dnsLabel(device.name)
+                                                      : "pci-" + dnsLabel(device.pci_address);
+  return dnsLabel(base.substr(0, 63 - suffix.size())) + suffix;
+}
+
+std::vector<DraPort> publishedPorts(const NodeTopology& topology,
+                                    const std::vector<NodePool>& pools) {
+  std::vector<DraPort> out;
+  for (const auto& device : topology.devices) {
+    for (const auto& port : device.ports) {
+      for (const auto& pool : pools) {
+        const auto hca = std::find_if(pool.hcas.begin(), pool.hcas.end(),
+                                      [&](const PoolHca& h) { return h.device == device.name; });
+        if (hca != pool.hcas.end() &&
+            std::find(hca->ports.begin(), hca->ports.end(), port.number) != hca->ports.end()) {
+          out.push_back(DraPort{draDeviceName(device, port.number), &device, &port, &pool});
+          break;
+        }
+      }
+    }
+  }
+  return out;
+}
+
+SliceSet resourceSlicesFor(const NodeTopology& topology, const PluginConfig& config,
+                           const SliceOwner& owner, int64_t generation) {
+  const std::vector<NodePool> pools = buildPools(topology, config);
+  const std::vector<DraPort> ports = publishedPorts(topology, pools);
+  SliceSet set;
+  const size_t count =
+      std::max<size_t>(1, (ports.size() + kMaxDevicesPerSlice - 1) / kMaxDevicesPerSlice);
+  for (size_t s = 0; s < count; ++s) {
+    Json devices = Json::array();
+    for (size_t i = s * kMaxDevicesPerSlice;
+         i < std::min(ports.size(), (s + 1) * kMaxDevicesPerSlice); ++i) {
+      devices.push_back(deviceJson(ports[i], set.warnings));
+    }
+    Json slice = {{"apiVersion", "resource.k8s.io/v1"},
+                  {"kind", "ResourceSlice"},
+                  {"metadata",
+                   {{"generateName", owner.node_name + "-" + kDraDriverName + "-"},
+                    {"ownerReferences", Json::array({{{"apiVersion", "v1"},
+                                                      {"kind", "Node"},
+                                                      {"name", owner.node_name},
+                                                      {"uid", owner.node_uid},
+                                                      {"controller", true}}})}}},
+                  {"spec",
+                   {{"driver", kDraDriverName},
+                    {"nodeName", owner.node_name},
+                    {"pool",
+                     {{"name", owner.node_name},
+                      {"generation", generation},
+                      {"resourceSliceCount", static_cast<int64_t>(count)}}},
+                    {"devices", std::move(devices)}}}};
+    set.slices.push_back(std::move(slice));
+  }
+  return set;
+}
+
+} // namespace kube_rdma

@@ -1,0 +1,29 @@
+#include "rpc/plugin_watcher_registration.h"
+
+namespace kube_rdma {
+
+grpc::Status PluginWatcherRegistration::GetInfo(grpc::ServerContext*,
+                                                const pluginregistration::InfoRequest*,
+                                                pluginregistration::PluginInfo* response) {
+  response->set_type(info_.type);
+  response->set_name(info_.name);
+  response->set_endpoint(info_.endpoint);
+  for (const auto& version : info_.supported_versions) {
+    response->add_supported_versions(version);
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status PluginWatcherRegistration::NotifyRegistrationStatus(
+    grpc::ServerContext*, const pluginregistration::RegistrationStatus* request,
+    pluginregistration::RegistrationStatusResponse*) {
+  if (request->plugin_registered()) {
+    logger_.info("kubelet registered " + what_, {{"name", info_.name}, {"type", info_.type}});
+  } else {
+    logger_.error("kubelet refused " + what_,
+                  {{"name", info_.name}, {"type", info_.type}, {"error", request->error()}});
+  }
+  return grpc::Status::OK;
+}
+
+} // namespace kube_rdma

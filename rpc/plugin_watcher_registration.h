@@ -1,0 +1,42 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/log.h"
+#include "pluginregistration/v1/api.grpc.pb.h"
+
+namespace kube_rdma {
+
+// What a kubelet plugin tells the plugin watcher in GetInfo.
+struct PluginWatcherInfo {
+  std::string type;     // "DevicePlugin" or "DRAPlugin"
+  std::string name;     // the resource name or the DRA driver's name
+  std::string endpoint; // the path of the socket serving the plugin's own service
+  std::vector<std::string> supported_versions; // the kubelet takes the first one it knows
+};
+
+// The plugin watcher's Registration service, served on a socket in the kubelet's
+// plugins_registry directory: the kubelet finds the socket by inotify, calls GetInfo, then
+// NotifyRegistrationStatus, which is logged as "kubelet registered <what>" or "kubelet refused
+// <what>".
+class PluginWatcherRegistration final : public pluginregistration::Registration::Service {
+public:
+  PluginWatcherRegistration(PluginWatcherInfo info, std::string what, Logger& logger)
+      : info_(std::move(info)), what_(std::move(what)), logger_(logger) {}
+
+  // pluginregistration::Registration::Service
+  grpc::Status GetInfo(grpc::ServerContext* context, const pluginregistration::InfoRequest* request,
+                       pluginregistration::PluginInfo* response) override;
+  grpc::Status
+  NotifyRegistrationStatus(grpc::ServerContext* context,
+                           const pluginregistration::RegistrationStatus* request,
+                           pluginregistration::RegistrationStatusResponse* response) override;
+
+private:
+  const PluginWatcherInfo info_;
+  const std::string what_;
+  Logger& logger_;
+};
+
+} // namespace kube_rdma

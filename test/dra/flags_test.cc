@@ -1,0 +1,57 @@
+#include "dra/flags.h"
+
+#include <gtest/gtest.h>
+
+namespace kube_rdma {
+namespace {
+
+// Every field as text, in declaration order, so that one comparison checks them all.
+std::vector<std::string> fields(const DraFlags& f) {
+  return {f.node_name,   f.config_path,
+          f.sysfs_root,  f.proc_root,
+          f.dev_root,    f.plugin_registry_dir,
+          f.plugin_dir,  f.cdi_dir,
+          f.state_dir,   f.log_format == LogFormat::kJson ? "json" : "text",
+          f.exit_message};
+}
+
+TEST(DraFlags, DefaultsAreTheNodePathsAndTheNodeComesFromTheEnvironment) {
+  auto flags = parseDraFlags({}, "gpu-node-1");
+  ASSERT_TRUE(flags.ok()) << flags.error().message;
+  EXPECT_EQ(fields(*flags),
+            (std::vector<std::string>{"gpu-node-1", "", "/sys", "/proc", "/dev",
+                                      "/var/lib/kubelet/plugins_registry",
+                                      "/var/lib/kubelet/plugins/rdma.kube-rdma.io", "/var/run/cdi",
+                                      "/var/run/kube-rdma/dra", "text", ""}));
+}
+
+TEST(DraFlags, EveryFlagInBothSpellings) {
+  auto flags = parseDraFlags({"--node-name", "n2", "--config=/etc/kube-rdma/config.json",
+                              "--sysfs-root", "/host/sys", "--proc-root=/host/proc", "--dev-root",
+                              "/host/dev", "--plugin-registry-dir=/r", "--plugin-dir", "/p",
+                              "--cdi-dir=/c", "--state-dir", "/s", "--log-format=json"},
+                             "from-env");
+  ASSERT_TRUE(flags.ok()) << flags.error().message;
+  EXPECT_EQ(fields(*flags),
+            (std::vector<std::string>{"n2", "/etc/kube-rdma/config.json", "/host/sys", "/host/proc",
+                                      "/host/dev", "/r", "/p", "/c", "/s", "json", ""}));
+}
+
+TEST(DraFlags, ANodeNameIsRequired) {
+  auto flags = parseDraFlags({"--cdi-dir", "/c"}, "");
+  ASSERT_FALSE(flags.ok());
+  EXPECT_NE(flags.error().message.find("--node-name (or NODE_NAME) is required"),
+            std::string::npos);
+  auto help = parseDraFlags({"--help"}, "");
+  ASSERT_TRUE(help.ok()) << help.error().message;
+  EXPECT_NE(help->exit_message.find("--plugin-registry-dir"), std::string::npos);
+}
+
+TEST(DraFlags, AnUnknownFlagIsAnError) {
+  auto flags = parseDraFlags({"--cdi", "/c"}, "n");
+  ASSERT_FALSE(flags.ok());
+  EXPECT_NE(flags.error().message.find("--cdi"), std::string::npos);
+}
+
+} // namespace
+} // namespace kube_rdma
