@@ -406,8 +406,8 @@ Check checkPcieLinks(const NodeTopology& topology, const NodeSnapshot& snapshot)
   if (problems.empty()) {
     check.evidence = std::move(all);
   }
-  check.detail = problems.empty() ? std::to_string(ends.size()) +
-                                        " HCA and GPU links at their full width and speed"
+  check.detail = problems.empty() ? "every HCA and GPU link at its full width and speed (" +
+                                        std::to_string(ends.size()) + " PCI functions)"
                                   : joinStrings(problems, "; ");
   if (check.verdict == Verdict::kFail || check.verdict == Verdict::kWarn) {
     check.hint = "reseat the card or move it to a slot wired for its full width; check the "
@@ -588,7 +588,7 @@ Check checkIommu(const NodeTopology& topology, const NodeSnapshot& snapshot) {
   }
   if (translating.empty()) {
     check.detail = "the IOMMU passes the HCAs' and GPUs' DMA through (" + std::to_string(grouped) +
-                   " devices)";
+                   " PCI functions)";
     return check;
   }
   const bool peermem = peermemLoaded(snapshot);
@@ -833,9 +833,9 @@ std::vector<Check> checkPools(const NodeTopology& topology, const PluginConfig& 
       left_text.push_back(why + ": " + joinStrings(ports, ", "));
     }
     std::vector<std::string> parts;
-    parts.push_back(members.empty()
-                        ? "no ports"
-                        : std::to_string(members.size()) + " ports: " + joinStrings(members, ", "));
+    parts.push_back(members.empty() ? "no ports"
+                                    : "ports (" + std::to_string(members.size()) +
+                                          "): " + joinStrings(members, ", "));
     if (!unusable.empty()) {
       parts.push_back("unusable: " + joinStrings(unusable, "; "));
     }
