@@ -2,7 +2,11 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdio>
 #include <cstdlib>
+#include <initializer_list>
+#include <iterator>
+#include <set>
 #include <sstream>
 
 #include "common/pools.h"
@@ -178,7 +182,7 @@ std::string driverVersionOf(const std::string& proc_version) {
   std::istringstream words(proc_version.substr(0, proc_version.find('\n')));
   for (std::string word; words >> word;) {
     if (word.find('.') != std::string::npos &&
-        word.find_first_not_of("0123456789.") == std::string::npos && std::isdigit(word[0])) {
+        word.find_first_not_of("0123456789.") == std::string::npos && word[0] != '.') {
       return word;
     }
   }
