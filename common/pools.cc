@@ -58,54 +58,118 @@ std::string managementDevice(const NodeTopology& topology) {
   return "";
 }
 
+std::string toString(PoolRule rule) {
+  switch (rule) {
+  case PoolRule::kManagement:
+    return "management HCA";
+  case PoolRule::kVf:
+    return "SR-IOV VF";
+  case PoolRule::kLinkLayer:
+    return "linkLayer";
+  case PoolRule::kDeviceNames:
+    return "deviceNames";
+  case PoolRule::kNetdevNames:
+    return "netdevNames";
+  case PoolRule::kVendors:
+    return "vendors";
+  case PoolRule::kDeviceIds:
+    return "deviceIDs";
+  case PoolRule::kDrivers:
+    return "drivers";
+  case PoolRule::kPciAddresses:
+    return "pciAddresses";
+  case PoolRule::kExclude:
+    return "exclude";
+  case PoolRule::kEarlierPool:
+    break;
+  }
+  return "taken by an earlier pool";
+}
+
 // IDs and PCI addresses compare as written: sysfs prints them in lower case and the config parser
 // lower-cases what the operator wrote.
-bool selectorMatches(const PoolSelector& s, const RdmaDevice& device, const Port& port,
-                     bool is_management) {
-  if ((is_management && !s.include_management) || (device.is_vf && !s.include_vfs)) {
-    return false;
+std::optional<PoolRule> selectorRejection(const PoolSelector& s, const RdmaDevice& device,
+                                          const Port& port, bool is_management) {
+  if (is_management && !s.include_management) {
+    return PoolRule::kManagement;
+  }
+  if (device.is_vf && !s.include_vfs) {
+    return PoolRule::kVf;
   }
   if (s.link_layer && port.link_layer != *s.link_layer) {
-    return false;
+    return PoolRule::kLinkLayer;
   }
   if (!s.device_names.empty() && !anyGlob(s.device_names, device.name)) {
-    return false;
+    return PoolRule::kDeviceNames;
   }
   if (!s.netdev_names.empty()) {
     const auto netdevs = portNetdevs(device, port);
     if (std::none_of(netdevs.begin(), netdevs.end(),
                      [&](const std::string& n) { return anyGlob(s.netdev_names, n); })) {
-      return false;
+      return PoolRule::kNetdevNames;
     }
   }
-  if ((!s.vendors.empty() && !listContains(s.vendors, device.vendor_id)) ||
-      (!s.device_ids.empty() && !listContains(s.device_ids, device.device_id)) ||
-      (!s.drivers.empty() && !listContains(s.drivers, device.driver)) ||
-      (!s.pci_addresses.empty() && !listContains(s.pci_addresses, device.pci_address))) {
-    return false;
+  const auto listed = [](const std::vector<std::string>& list, const std::string& value) {
+    return list.empty() || listContains(list, value);
+  };
+  if (!listed(s.vendors, device.vendor_id)) {
+    return PoolRule::kVendors;
   }
-  return !anyGlob(s.exclude, device.name);
+  if (!listed(s.device_ids, device.device_id)) {
+    return PoolRule::kDeviceIds;
+  }
+  if (!listed(s.drivers, device.driver)) {
+    return PoolRule::kDrivers;
+  }
+  if (!listed(s.pci_addresses, device.pci_address)) {
+    return PoolRule::kPciAddresses;
+  }
+  if (anyGlob(s.exclude, device.name)) {
+    return PoolRule::kExclude;
+  }
+  return std::nullopt;
 }
 
-std::vector<NodePool> buildPools(const NodeTopology& topology, const PluginConfig& config) {
-  std::vector<NodePool> pools;
+bool selectorMatches(const PoolSelector& s, const RdmaDevice& device, const Port& port,
+                     bool is_management) {
+  return !selectorRejection(s, device, port, is_management).has_value();
+}
+
+std::vector<PoolExplanation> explainPools(const NodeTopology& topology,
+                                          const PluginConfig& config) {
+  std::vector<PoolExplanation> out;
   for (const auto& spec : config.pools) {
-    pools.push_back(NodePool{spec, {}});
+    out.push_back(PoolExplanation{NodePool{spec, {}}, {}});
   }
   const std::string management = managementDevice(topology);
   for (const auto& device : topology.devices) {
     for (const auto& port : device.ports) {
-      for (auto& pool : pools) {
-        if (!selectorMatches(pool.spec.selector, device, port, device.name == management)) {
-          continue;
+      const HcaPort where{device.name, port.number};
+      std::string taken_by;
+      for (auto& explained : out) {
+        NodePool& pool = explained.pool;
+        if (auto rule =
+                selectorRejection(pool.spec.selector, device, port, device.name == management)) {
+          explained.left_out.push_back({where, *rule, ""});
+        } else if (!taken_by.empty()) {
+          explained.left_out.push_back({where, PoolRule::kEarlierPool, taken_by});
+        } else {
+          if (pool.hcas.empty() || pool.hcas.back().device != device.name) {
+            pool.hcas.push_back(PoolHca{device.name, {}});
+          }
+          pool.hcas.back().ports.push_back(port.number);
+          taken_by = pool.spec.resource_name;
         }
-        if (pool.hcas.empty() || pool.hcas.back().device != device.name) {
-          pool.hcas.push_back(PoolHca{device.name, {}});
-        }
-        pool.hcas.back().ports.push_back(port.number);
-        break;
       }
     }
+  }
+  return out;
+}
+
+std::vector<NodePool> buildPools(const NodeTopology& topology, const PluginConfig& config) {
+  std::vector<NodePool> pools;
+  for (auto& explained : explainPools(topology, config)) {
+    pools.push_back(std::move(explained.pool));
   }
   return pools;
 }

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,28 @@ struct NodePool {
 // interface); empty when there is none.
 std::string managementDevice(const NodeTopology& topology);
 
+// The selector rules, in the order a selector tests them, plus the pool order itself.
+enum class PoolRule {
+  kManagement,   // the HCA carrying the default route, without includeManagement
+  kVf,           // an SR-IOV VF, without includeVFs
+  kLinkLayer,    // linkLayer
+  kDeviceNames,  // deviceNames
+  kNetdevNames,  // netdevNames
+  kVendors,      // vendors
+  kDeviceIds,    // deviceIDs
+  kDrivers,      // drivers
+  kPciAddresses, // pciAddresses
+  kExclude,      // exclude
+  kEarlierPool,  // the selector takes it, but an earlier pool took it first
+};
+// What an operator reads: "management HCA", "SR-IOV VF", then the config keys ("linkLayer",
+// "deviceNames", ...) and "taken by an earlier pool".
+std::string toString(PoolRule rule);
+
+// The first rule of `selector` that leaves `port` of `device` out; nullopt when it takes the port.
+std::optional<PoolRule> selectorRejection(const PoolSelector& selector, const RdmaDevice& device,
+                                          const Port& port, bool is_management);
+
 // Whether `selector` takes `port` of `device` (management and VF rules included).
 bool selectorMatches(const PoolSelector& selector, const RdmaDevice& device, const Port& port,
                      bool is_management);
@@ -42,6 +65,25 @@ bool selectorMatches(const PoolSelector& selector, const RdmaDevice& device, con
 // One NodePool per configured pool, in config order, possibly without HCAs. Each port goes to the
 // first pool whose selector takes it, whatever its state (health decides usability later).
 std::vector<NodePool> buildPools(const NodeTopology& topology, const PluginConfig& config);
+
+// A port a pool does not have, and why.
+struct LeftOutPort {
+  HcaPort port;
+  PoolRule rule = PoolRule::kManagement;
+  std::string taken_by; // kEarlierPool: that pool's resource name
+  bool operator==(const LeftOutPort&) const = default;
+};
+
+// A pool as buildPools makes it, with every port of the node it left out.
+struct PoolExplanation {
+  NodePool pool;
+  std::vector<LeftOutPort> left_out; // in the topology's port order
+  bool operator==(const PoolExplanation&) const = default;
+};
+
+// buildPools, and for each pool the rule that left each other port out ("why is my pool
+// empty?"). Same matching and the same first-pool-wins order as buildPools.
+std::vector<PoolExplanation> explainPools(const NodeTopology& topology, const PluginConfig& config);
 
 // NCCL_SOCKET_IFNAME for a container that may run on the host's network or on the pod network
 // (the plugin cannot tell which): the node's management netdev and the CNI's eth0, exact names,

@@ -35,8 +35,10 @@ Result<RdmactlOptions> parseRdmactlArgs(const std::vector<std::string>& args) {
   text(nccl, "--pool", opts.pool, "NAME",
        "the pool's resource name (default: the first with HCAs)");
   text(nccl, "--config", opts.config, "FILE", "plugin config file (default: the default pools)");
-  command("doctor", RdmactlCommand::kDoctor,
-          "checks with a verdict and a hint each; exit 1 on a failure");
+  CLI::App* doctor = command("doctor", RdmactlCommand::kDoctor,
+                             "checks with a verdict and a hint each; exit 1 on a failure");
+  text(doctor, "--config", opts.config, "FILE",
+       "plugin config file for the pool checks (default: the default pools)");
   CLI::App* help = app->add_subcommand("help", "this text");
 
   Result<std::string> parsed = parseArgs(*app, args);

@@ -19,7 +19,7 @@ struct RdmactlOptions {
   RdmactlCommand command = RdmactlCommand::kDevices;
   std::string device; // gids: only this device
   std::string pool;   // nccl-env: the pool's resource name; empty: the first pool with HCAs
-  std::string config; // nccl-env: plugin config file; empty: the default pools
+  std::string config; // nccl-env, doctor: plugin config file; empty: the default pools
   // --help, `help` or --version: print this and exit 0 instead of running a command.
   std::string exit_message;
 };

@@ -1,6 +1,7 @@
 #include "plugin/rdmactl/doctor.h"
 
 #include <cstdlib>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -8,6 +9,9 @@
 
 namespace kube_rdma {
 namespace {
+
+// Evidence lines a check prints in text; --json has them all.
+constexpr size_t kTextEvidenceLines = 8;
 
 std::string bytesText(uint64_t bytes) {
   if (bytes >= (1ull << 30) && bytes % (1ull << 30) == 0) {
@@ -241,18 +245,6 @@ Check socketIfname(const std::vector<std::string>& interfaces, const std::string
 
 } // namespace
 
-std::string toString(Verdict verdict) {
-  switch (verdict) {
-  case Verdict::kOk:
-    return "ok";
-  case Verdict::kWarn:
-    return "warn";
-  case Verdict::kFail:
-    break;
-  }
-  return "FAIL";
-}
-
 std::vector<Check> runDoctor(const DoctorInput& in) {
   const NodeTopology& topo = *in.topology;
   std::vector<Check> checks;
@@ -267,6 +259,11 @@ std::vector<Check> runDoctor(const DoctorInput& in) {
     checks.push_back(portsActive(topo));
     checks.push_back(roceGids(topo));
     checks.push_back(uverbsNodes(in));
+  }
+  if (in.config != nullptr && in.snapshot != nullptr) {
+    for (auto& c : runNodeChecks(topo, *in.config, *in.snapshot)) {
+      checks.push_back(std::move(c));
+    }
   }
   checks.push_back(memlock(in.process));
   checks.push_back(devShm(in.process));
@@ -307,31 +304,53 @@ bool anyFailed(const std::vector<Check>& checks) {
 
 std::string renderChecksText(const std::vector<Check>& checks) {
   std::ostringstream out;
-  size_t counts[3] = {0, 0, 0};
+  std::map<Verdict, size_t> counts;
   for (const auto& c : checks) {
-    ++counts[static_cast<int>(c.verdict)];
-    std::string verdict = toString(c.verdict);
-    verdict.resize(5, ' ');
+    ++counts[c.verdict];
+    // FAIL in capitals so it stands out in a terminal.
+    std::string verdict = c.verdict == Verdict::kFail ? "FAIL" : toString(c.verdict);
+    verdict.resize(std::max<size_t>(verdict.size() + 1, 5), ' ');
     std::string name = c.name;
     name.resize(std::max<size_t>(name.size() + 1, 20), ' ');
     out << verdict << name << c.detail << "\n";
     if (!c.hint.empty()) {
       out << std::string(25, ' ') << "hint: " << c.hint << "\n";
     }
+    if (c.verdict != Verdict::kOk) {
+      const size_t shown = std::min(c.evidence.size(), kTextEvidenceLines);
+      for (size_t i = 0; i < shown; ++i) {
+        out << std::string(25, ' ') << "read: " << c.evidence[i].path << " = "
+            << c.evidence[i].value << "\n";
+      }
+      if (c.evidence.size() > shown) {
+        out << std::string(25, ' ') << "read: " << c.evidence.size() - shown
+            << " more files (--json lists them)\n";
+      }
+    }
   }
-  out << "summary: " << counts[0] << " ok, " << counts[1] << " warn, " << counts[2] << " failed\n";
+  out << "summary: " << counts[Verdict::kOk] << " ok, " << counts[Verdict::kWarn] << " warn, "
+      << counts[Verdict::kFail] << " failed, " << counts[Verdict::kUnknown] << " unknown\n";
   return out.str();
 }
 
 std::string renderChecksJson(const std::vector<Check>& checks) {
   nlohmann::json list = nlohmann::json::array();
+  std::map<std::string, size_t> summary{{"ok", 0}, {"warn", 0}, {"fail", 0}, {"unknown", 0}};
   for (const auto& c : checks) {
+    nlohmann::json evidence = nlohmann::json::array();
+    for (const auto& e : c.evidence) {
+      evidence.push_back({{"path", e.path}, {"value", e.value}});
+    }
+    ++summary[toString(c.verdict)];
     list.push_back({{"name", c.name},
                     {"verdict", toString(c.verdict)},
                     {"detail", c.detail},
-                    {"hint", c.hint}});
+                    {"hint", c.hint},
+                    {"evidence", evidence}});
   }
-  return nlohmann::json{{"ok", !anyFailed(checks)}, {"checks", list}}.dump(2) + "\n";
+  return nlohmann::json{{"ok", !anyFailed(checks)}, {"summary", summary}, {"checks", list}}.dump(
+             2) +
+         "\n";
 }
 
 } // namespace kube_rdma

@@ -8,20 +8,12 @@
 
 #include "common/device_model.h"
 #include "common/nccl_settings.h"
+#include "common/node_checks.h"
+#include "common/plugin_config.h"
 
 // rdmactl doctor: the guide's node checks as pure functions over facts gathered at the edge
 // (main.cc), so every verdict is testable without the host.
 namespace kube_rdma {
-
-enum class Verdict { kOk, kWarn, kFail };
-std::string toString(Verdict verdict); // "ok", "warn", "FAIL"
-
-struct Check {
-  std::string name; // "ports-active"
-  Verdict verdict = Verdict::kOk;
-  std::string detail; // what was found
-  std::string hint;   // what to do about it; empty when ok
-};
 
 // Limits of the current process.
 struct ProcessFacts {
@@ -37,15 +29,22 @@ struct DoctorInput {
   ProcessFacts process;
   NcclEnv nccl_env;                    // the process's NCCL_* variables
   std::vector<std::string> interfaces; // netdev names of the node
+  // The node checks (common/node_checks.h) run when both are set.
+  const PluginConfig* config = nullptr;
+  const NodeSnapshot* snapshot = nullptr;
 };
 
-// In this order: rdma-devices, ports-active, roce-gids, uverbs-nodes, memlock, dev-shm, then
+// In this order: rdma-devices, ports-active, roce-gids, uverbs-nodes, the node checks (when
+// input.snapshot is set), memlock, dev-shm, then
 // nccl-env (always), and nccl-ib-disable, nccl-ib-hca, nccl-ib-gid-index, nccl-socket-ifname
 // when those variables are set.
 std::vector<Check> runDoctor(const DoctorInput& input);
 
 bool anyFailed(const std::vector<Check>& checks);
+// One line per check (verdict, name, detail), its hint and, unless ok, its evidence; a summary.
 std::string renderChecksText(const std::vector<Check>& checks);
+// {"ok", "summary": {"ok", "warn", "fail", "unknown"}, "checks": [{"name", "verdict", "detail",
+// "hint", "evidence": [{"path", "value"}]}]}: docs/rdmactl.md.
 std::string renderChecksJson(const std::vector<Check>& checks);
 
 // Thresholds: below kShmFailBytes NCCL's shared-memory transport fails to extend /dev/shm (the

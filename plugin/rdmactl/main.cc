@@ -2,6 +2,7 @@
 // This file gathers the facts (discovery, environment, process limits, device nodes) and prints;
 // the logic lives in views.cc and doctor.cc.
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <iostream>
 #include <string>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "common/log.h"
+#include "common/node_snapshot.h"
 #include "common/plugin_config.h"
 #include "common/sysfs_attributes.h"
 #include "common/verbs_discovery.h"
@@ -87,6 +89,35 @@ Result<PluginConfig> loadConfig(const std::string& path) {
   return config;
 }
 
+// MLNX_OFED's and DOCA's version, as the guide's `ofed_info -s` step prints it. The one fact the
+// doctor gets by running a program, on the machine rdmactl runs on whatever the roots say.
+FileRead runOfedInfo() {
+  FileRead f{"ofed_info -s (run by rdmactl)", std::nullopt};
+  FILE* pipe = ::popen("command -v ofed_info >/dev/null 2>&1 && ofed_info -s 2>/dev/null", "r");
+  if (pipe == nullptr) {
+    return f;
+  }
+  std::string out;
+  char buf[512];
+  for (size_t n; (n = std::fread(buf, 1, sizeof(buf), pipe)) > 0 && out.size() < 4096;) {
+    out.append(buf, n);
+  }
+  if (::pclose(pipe) == 0 && !out.empty()) {
+    f.text = std::move(out);
+  }
+  return f;
+}
+
+// rdmactl run in a pod: the workload's side of the doctor (issue: CDI silently ignored).
+WorkloadFiles workloadEnvironment() {
+  WorkloadFiles w;
+  w.in_pod = std::getenv("KUBERNETES_SERVICE_HOST") != nullptr;
+  if (const char* cdi = std::getenv("KUBE_RDMA_CDI")) {
+    w.kube_rdma_cdi = cdi;
+  }
+  return w;
+}
+
 int fail(const std::string& message) {
   std::cerr << "rdmactl: " << message << "\n";
   return 2;
@@ -130,16 +161,23 @@ int run(const RdmactlOptions& opts) {
     return 0;
   }
   case RdmactlCommand::kDoctor: {
+    auto config = loadConfig(opts.config);
+    if (!config) {
+      return fail(config.error().message);
+    }
+    const NodeSnapshot snapshot =
+        readNodeSnapshot({opts.sysfs_root, opts.proc_root, opts.dev_root}, topo,
+                         {loadedLibibverbs(), runOfedInfo(), workloadEnvironment()});
     DoctorInput input;
     input.topology = &topo;
     input.dev_root = opts.dev_root;
-    for (const auto& n : listDirectory(opts.dev_root + "/infiniband")) {
-      input.uverbs_nodes.insert(n);
-    }
+    input.uverbs_nodes = snapshot.uverbs_nodes;
     input.process = readProcessFacts();
     input.nccl_env = ncclEnvironment();
     input.interfaces = listDirectory(opts.sysfs_root + "/class/net");
     std::sort(input.interfaces.begin(), input.interfaces.end());
+    input.config = &*config;
+    input.snapshot = &snapshot;
     const auto checks = runDoctor(input);
     std::cout << (opts.json ? renderChecksJson(checks) : renderChecksText(checks));
     return anyFailed(checks) ? 1 : 0;

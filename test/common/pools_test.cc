@@ -104,15 +104,17 @@ TEST(BuildPools, APortBelongsToTheFirstPoolThatSelectsIt) {
   EXPECT_TRUE(pools[2].hcas.empty());
 }
 
+// The selector of a one-pool config whose "selector" is `json`.
+PoolSelector sel(const std::string& json) {
+  auto c = parsePluginConfig(R"({"pools":[{"resourceName":"rdma/x","selector":)" + json + "}]}");
+  EXPECT_TRUE(c.ok()) << json << ": " << c.error().message;
+  return c.ok() ? c->pools[0].selector : PoolSelector{};
+}
+
 TEST(SelectorMatches, EveryListMustMatch) {
   const NodeTopology t = mixedNode();
   const RdmaDevice& d = t.devices[2]; // mlx5_2, eth2
   const Port& p = d.ports[0];
-  auto sel = [](const std::string& json) {
-    auto c = parsePluginConfig(R"({"pools":[{"resourceName":"rdma/x","selector":)" + json + "}]}");
-    EXPECT_TRUE(c.ok()) << json << ": " << c.error().message;
-    return c.ok() ? c->pools[0].selector : PoolSelector{};
-  };
   EXPECT_TRUE(selectorMatches(sel("{}"), d, p, false));
   EXPECT_TRUE(selectorMatches(sel(R"({"deviceNames":["mlx5_[2-4]"]})"), d, p, false));
   EXPECT_FALSE(selectorMatches(sel(R"({"deviceNames":["mlx5_1*"]})"), d, p, false));
@@ -130,6 +132,62 @@ TEST(SelectorMatches, EveryListMustMatch) {
   EXPECT_FALSE(selectorMatches(sel(R"({"linkLayer":"InfiniBand"})"), d, p, false));
   EXPECT_FALSE(selectorMatches(sel("{}"), d, p, true));
   EXPECT_TRUE(selectorMatches(sel(R"({"includeManagement":true})"), d, p, true));
+}
+
+TEST(SelectorRejection, NamesTheFirstRuleThatLeavesAPortOut) {
+  const NodeTopology t = mixedNode();
+  const RdmaDevice& d = t.devices[2]; // mlx5_2, eth2
+  const Port& p = d.ports[0];
+  const std::vector<std::pair<std::string, PoolRule>> cases = {
+      {R"({"linkLayer":"InfiniBand"})", PoolRule::kLinkLayer},
+      {R"({"deviceNames":["mlx5_1*"]})", PoolRule::kDeviceNames},
+      {R"({"netdevNames":["ens*"]})", PoolRule::kNetdevNames},
+      {R"({"vendors":["0x8086"]})", PoolRule::kVendors},
+      {R"({"deviceIDs":["0x1017"]})", PoolRule::kDeviceIds},
+      {R"({"drivers":["irdma"]})", PoolRule::kDrivers},
+      {R"({"pciAddresses":["0000:13:00.0"]})", PoolRule::kPciAddresses},
+      {R"({"exclude":["mlx5_2"]})", PoolRule::kExclude},
+      // Management comes first, whatever else would also leave the port out.
+  };
+  for (const auto& [json, rule] : cases) {
+    EXPECT_EQ(selectorRejection(sel(json), d, p, false), rule) << json;
+  }
+  EXPECT_EQ(selectorRejection(sel(R"({"exclude":["mlx5_2"]})"), d, p, true), PoolRule::kManagement);
+  EXPECT_EQ(selectorRejection(sel("{}"), t.devices[3], t.devices[3].ports[0], false),
+            PoolRule::kVf);
+  EXPECT_EQ(selectorRejection(sel("{}"), d, p, false), std::nullopt);
+  EXPECT_EQ(toString(PoolRule::kDeviceIds), "deviceIDs");
+  EXPECT_EQ(toString(PoolRule::kEarlierPool), "taken by an earlier pool");
+}
+
+TEST(ExplainPools, SaysWhyEachPortIsNotInAPoolAndKeepsBuildPoolsResult) {
+  auto config = parsePluginConfig(R"({"pools":[
+      {"resourceName":"rdma/vf","selector":{"includeVFs":true,"deviceIDs":["0x101c"]}},
+      {"resourceName":"rdma/any","selector":{"includeVFs":true}},
+      {"resourceName":"rdma/never","selector":{"linkLayer":"Ethernet"}}]})");
+  ASSERT_TRUE(config.ok()) << config.error().message;
+  const NodeTopology t = mixedNode();
+  const auto explained = explainPools(t, *config);
+  const auto pools = buildPools(t, *config);
+  ASSERT_EQ(explained.size(), 3u);
+  for (size_t i = 0; i < pools.size(); ++i) {
+    EXPECT_EQ(explained[i].pool, pools[i]);
+  }
+  EXPECT_EQ(explained[0].left_out,
+            (std::vector<LeftOutPort>{{{"mlx5_0", 1}, PoolRule::kManagement, ""},
+                                      {{"mlx5_1", 1}, PoolRule::kDeviceIds, ""},
+                                      {{"mlx5_1", 2}, PoolRule::kDeviceIds, ""},
+                                      {{"mlx5_2", 1}, PoolRule::kDeviceIds, ""}}));
+  EXPECT_EQ(explained[1].left_out,
+            (std::vector<LeftOutPort>{{{"mlx5_0", 1}, PoolRule::kManagement, ""},
+                                      {{"mlx5_3", 1}, PoolRule::kEarlierPool, "rdma/vf"}}));
+  // rdma/never: the IB port by its link layer, the VF as a VF, the rest taken by rdma/any.
+  EXPECT_EQ(explained[2].left_out,
+            (std::vector<LeftOutPort>{{{"mlx5_0", 1}, PoolRule::kManagement, ""},
+                                      {{"mlx5_1", 1}, PoolRule::kLinkLayer, ""},
+                                      {{"mlx5_1", 2}, PoolRule::kEarlierPool, "rdma/any"},
+                                      {{"mlx5_2", 1}, PoolRule::kEarlierPool, "rdma/any"},
+                                      {{"mlx5_3", 1}, PoolRule::kVf, ""}}));
 }
 
 NodePool sharedPool(const NodeTopology& t, const PluginConfig& config = defaultPluginConfig()) {

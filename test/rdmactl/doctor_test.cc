@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "common/node_snapshot.h"
 #include "common/sysfs_discovery.h"
 
 namespace kube_rdma {
@@ -187,7 +188,50 @@ TEST(RdmactlDoctor, NoDevicesFailsAndTheReportsRender) {
   EXPECT_NE(text.find("summary: 3 ok, 0 warn, 1 failed"), std::string::npos) << text;
   const auto json = nlohmann::json::parse(renderChecksJson(checks));
   EXPECT_EQ(json["ok"], false);
-  EXPECT_EQ(json["checks"][0]["verdict"], "FAIL");
+  EXPECT_EQ(json["checks"][0]["verdict"], "fail");
+  EXPECT_EQ(json["summary"]["fail"], 1);
+  EXPECT_EQ(json["summary"]["ok"], 3);
+  EXPECT_TRUE(json["checks"][0]["evidence"].is_array());
+}
+
+TEST(RdmactlDoctor, NodeChecksRunAfterTheDeviceChecksAndShowTheirEvidence) {
+  const std::string base = std::string(KUBE_RDMA_FIXTURES) + "/a100-degraded";
+  const auto topo = fixture("a100-degraded");
+  const PluginConfig config = defaultPluginConfig();
+  const NodeSnapshot snapshot =
+      readNodeSnapshot({base + "/sys", base + "/proc", base + "/dev"}, topo, {});
+  auto in = healthy(topo);
+  in.config = &config;
+  in.snapshot = &snapshot;
+  const auto checks = runDoctor(in);
+  std::vector<std::string> names;
+  for (const auto& c : checks) {
+    names.push_back(c.name);
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{
+                       "rdma-devices", "ports-active", "roce-gids", "uverbs-nodes", "pcie-link",
+                       "pcie-acs", "gpudirect-rdma", "iommu", "roce-mtu", "roce-ecn",
+                       "hca-firmware", "pool-rates", "pool:rdma/hca", "pool:rdma/shared",
+                       "versions", "memlock", "dev-shm", "nccl-env"}));
+  const std::string text = renderChecksText(checks);
+  EXPECT_NE(text.find("FAIL pcie-link"), std::string::npos) << text;
+  EXPECT_NE(text.find("read: " + base + "/sys/bus/pci/devices/0000:23:00.0/current_link_width = 8"),
+            std::string::npos)
+      << text;
+  // An ok check's evidence (versions) stays in the JSON only.
+  EXPECT_EQ(text.find("read: " + base + "/sys/module/mlx5_core/version"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("summary: 9 ok, 8 warn, 1 failed, 0 unknown"), std::string::npos) << text;
+
+  Check unknown{"x", Verdict::kUnknown, "could not tell", "", {{"/sys/x", "(absent)"}}};
+  EXPECT_EQ(renderChecksText({unknown}), "unknown x                   could not tell\n"
+                                         "                         read: /sys/x = (absent)\n"
+                                         "summary: 0 ok, 0 warn, 0 failed, 1 unknown\n");
+  const auto json = nlohmann::json::parse(renderChecksJson({unknown}));
+  EXPECT_EQ(json, nlohmann::json::parse(R"json({"ok": true,
+      "summary": {"ok": 0, "warn": 0, "fail": 0, "unknown": 1},
+      "checks": [{"name": "x", "verdict": "unknown", "detail": "could not tell", "hint": "",
+                  "evidence": [{"path": "/sys/x", "value": "(absent)"}]}]})json"));
 }
 
 } // namespace

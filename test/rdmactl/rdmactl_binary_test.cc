@@ -2,8 +2,12 @@
 #include <cstdio>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <map>
 #include <string>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
 
 namespace kube_rdma {
 namespace {
@@ -119,6 +123,101 @@ TEST(RdmactlBinary, DoctorExitsNonZeroOnAFailedCheck) {
   const auto disabled = rdmactl("a100-roce", "doctor", "NCCL_IB_DISABLE=1");
   EXPECT_EQ(disabled.exit_code, 1);
   EXPECT_NE(disabled.out.find("FAIL nccl-ib-disable"), std::string::npos) << disabled.out;
+}
+
+// The node checks: every name rdmactl doctor adds after the device checks, up to memlock.
+std::vector<nlohmann::json> nodeChecks(const nlohmann::json& report) {
+  std::vector<nlohmann::json> out;
+  bool in = false;
+  for (const auto& c : report["checks"]) {
+    in = in || c["name"] == "pcie-link";
+    if (c["name"] == "memlock") {
+      break;
+    }
+    if (in) {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+TEST(RdmactlBinary, DoctorNodeChecksAreQuietOnTheHealthyA100Node) {
+  const auto r =
+      rdmactl("a100-roce", "--json doctor", "KUBERNETES_SERVICE_HOST=10.96.0.1 KUBE_RDMA_CDI=1");
+  const auto report = nlohmann::json::parse(r.out);
+  const auto checks = nodeChecks(report);
+  // 8 checks, two pools, versions, and in a pod cdi and workload-memlock.
+  ASSERT_EQ(checks.size(), 13u) << r.out;
+  for (const auto& c : checks) {
+    EXPECT_EQ(c["verdict"], "ok") << c.dump();
+  }
+  EXPECT_EQ(checks.back()["name"], "workload-memlock") << r.out;
+}
+
+TEST(RdmactlBinary, DoctorOnTheDegradedNodeFailsWithEvidenceInTextAndJson) {
+  const auto text = rdmactl("a100-degraded", "doctor");
+  EXPECT_EQ(text.exit_code, 1);
+  EXPECT_NE(text.out.find("FAIL pcie-link"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("read: " + std::string(KUBE_RDMA_FIXTURES) +
+                          "/a100-degraded/sys/bus/pci/devices/0000:23:00.0/current_link_width "
+                          "= 8\n"),
+            std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find("warn pcie-acs"), std::string::npos) << text.out;
+
+  const auto r = rdmactl("a100-degraded", "--json doctor");
+  EXPECT_EQ(r.exit_code, 1);
+  const auto report = nlohmann::json::parse(r.out);
+  EXPECT_EQ(report["ok"], false);
+  std::map<std::string, std::string> verdicts;
+  size_t counted = 0;
+  for (const auto& c : report["checks"]) {
+    verdicts[c["name"]] = c["verdict"];
+    ASSERT_TRUE(c["evidence"].is_array()) << c.dump();
+    for (const auto& e : c["evidence"]) {
+      EXPECT_TRUE(e["path"].is_string() && e["value"].is_string()) << e.dump();
+    }
+    ++counted;
+  }
+  size_t summed = 0;
+  for (const auto& [verdict, n] : report["summary"].items()) {
+    summed += n.get<size_t>();
+  }
+  EXPECT_EQ(summed, counted);
+  const std::map<std::string, std::string> want = {
+      {"pcie-link", "fail"},    {"pcie-acs", "warn"},   {"gpudirect-rdma", "warn"},
+      {"iommu", "warn"},        {"roce-mtu", "warn"},   {"roce-ecn", "warn"},
+      {"hca-firmware", "warn"}, {"pool-rates", "warn"}, {"pool:rdma/shared", "warn"},
+      {"pool:rdma/hca", "ok"},  {"versions", "ok"}};
+  for (const auto& [name, verdict] : want) {
+    EXPECT_EQ(verdicts[name], verdict) << name;
+  }
+}
+
+TEST(RdmactlBinary, DoctorShowsOfedInfoWhenTheProgramIsThere) {
+  char dir[] = "/tmp/rdmactl-ofed-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  const std::string script = std::string(dir) + "/ofed_info";
+  FILE* f = std::fopen(script.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  std::fputs("#!/bin/sh\n[ \"$1\" = -s ] && echo MLNX_OFED_LINUX-23.10-0.5.5.0:\n", f);
+  std::fclose(f);
+  ::chmod(script.c_str(), 0755);
+  const auto r =
+      rdmactl("a100-roce", "--json doctor", "PATH=" + std::string(dir) + ":/usr/bin:/bin");
+  std::string versions;
+  const auto report = nlohmann::json::parse(r.out);
+  for (const auto& c : report["checks"]) {
+    if (c["name"] == "versions") {
+      versions = c["detail"];
+    }
+  }
+  EXPECT_NE(versions.find("ofed_info -s MLNX_OFED_LINUX-23.10-0.5.5.0:"), std::string::npos)
+      << versions;
+  std::remove(script.c_str());
+  ::rmdir(dir);
+  const auto without = rdmactl("a100-roce", "--json doctor");
+  EXPECT_NE(without.out.find("ofed_info -s not available"), std::string::npos);
 }
 
 TEST(RdmactlBinary, UsageErrorsExitTwo) {

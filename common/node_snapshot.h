@@ -1,0 +1,39 @@
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "common/device_model.h"
+#include "common/node_checks.h"
+
+// The I/O edge of the node checks: reads the files node_checks.h judges, under the sysfs, proc
+// and dev roots, for the devices of a discovered topology.
+namespace kube_rdma {
+
+struct SnapshotRoots {
+  std::string sysfs_root = "/sys";
+  std::string proc_root = "/proc";
+  std::string dev_root = "/dev";
+};
+
+// What the reader cannot find under the roots: the process's own libibverbs and environment, and
+// a program's output. The caller supplies them (rdmactl: loadedLibibverbs(), its environment and
+// `ofed_info -s`).
+struct ProcessSide {
+  FileRead libibverbs;
+  FileRead ofed_info;
+  WorkloadFiles workload; // in_pod and kube_rdma_cdi; limits and status are read here
+};
+
+// Reads every file the checks need: link attributes, config space and IOMMU group type of each
+// HCA, GPU and bridge on their PCIe paths; MTU and ECN files of each RoCE port's netdev; kernel,
+// module and driver versions; <proc>/1/limits and status. An unreadable file is a FileRead
+// without text, never an error: the check that needs it says unknown.
+NodeSnapshot readNodeSnapshot(const SnapshotRoots& roots, const NodeTopology& topology,
+                              ProcessSide process);
+
+// The realpath of the libibverbs this process has loaded ("/usr/lib/x86_64-linux-gnu/
+// libibverbs.so.1.14.44.0"); without text when it cannot be told.
+FileRead loadedLibibverbs();
+
+} // namespace kube_rdma
