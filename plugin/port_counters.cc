@@ -3,6 +3,7 @@
 #include <cctype>
 #include <charconv>
 #include <map>
+#include <string_view>
 
 #include "common/sysfs_attributes.h"
 
@@ -106,7 +107,11 @@ std::vector<PortCounter> readPortCounters(const std::string& sysfs_root,
 
 std::string portCounterMetricName(const std::string& source, const std::string& name) {
   std::string metric = source == "hw_counters" ? "kube_rdma_port_hw_" : "kube_rdma_port_";
-  for (const char c : name) {
+  // counters/port_rcv_data is kube_rdma_port_rcv_data..., not kube_rdma_port_port_rcv_data...
+  const std::string_view stem = source != "hw_counters" && name.starts_with("port_")
+                                    ? std::string_view(name).substr(5)
+                                    : std::string_view(name);
+  for (const char c : stem) {
     const auto u = static_cast<unsigned char>(c);
     metric += std::isalnum(u) ? static_cast<char>(std::tolower(u)) : '_';
   }

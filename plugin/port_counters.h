@@ -25,10 +25,11 @@ struct PortCounter {
 std::vector<PortCounter> readPortCounters(const std::string& sysfs_root,
                                           const NodeTopology& topology);
 
-// The Prometheus name of a counter file: "kube_rdma_port_" + the file's name in lower case +
-// "_total", with "hw_" before hw_counters' names (drivers choose those, and they could repeat a
-// name of counters/) and "_bytes" for port_xmit_data and port_rcv_data, which count 4-octet words
-// in sysfs and are exported multiplied by 4. Characters a metric name cannot hold become '_'.
+// The Prometheus name of a counter file: "kube_rdma_port_" + the file's name in lower case
+// without a leading "port_" + "_total", with "hw_" before hw_counters' names (drivers choose
+// those, and they could repeat a name of counters/) and "_bytes" for port_xmit_data and
+// port_rcv_data, which count 4-octet words in sysfs and are exported multiplied by 4. Characters
+// a metric name cannot hold become '_'.
 std::string portCounterMetricName(const std::string& source, const std::string& name);
 
 // One counter family per metric name, in order of first appearance, each sample labelled with

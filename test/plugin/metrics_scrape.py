@@ -38,9 +38,11 @@ def get(url):
 
 
 def metric_name(source, name):
-    prefix = "kube_rdma_port_hw_" if source == "hw_counters" else "kube_rdma_port_"
-    data = source == "counters" and name in ("port_xmit_data", "port_rcv_data")
-    return prefix + name.lower() + ("_bytes" if data else "") + "_total"
+    if source == "hw_counters":
+        return "kube_rdma_port_hw_" + name.lower() + "_total"
+    data = name in ("port_xmit_data", "port_rcv_data")
+    stem = name[len("port_"):] if name.startswith("port_") else name
+    return "kube_rdma_port_" + stem.lower() + ("_bytes" if data else "") + "_total"
 
 
 def main():

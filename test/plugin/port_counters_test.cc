@@ -23,6 +23,7 @@ TEST(PortCounterNames, FollowPrometheusConventions) {
   EXPECT_EQ(portCounterMetricName("counters", "port_rcv_packets"),
             "kube_rdma_port_rcv_packets_total");
   EXPECT_EQ(portCounterMetricName("counters", "VL15_dropped"), "kube_rdma_port_vl15_dropped_total");
+  EXPECT_EQ(portCounterMetricName("counters", "symbol_error"), "kube_rdma_port_symbol_error_total");
   EXPECT_EQ(portCounterMetricName("hw_counters", "out_of_sequence"),
             "kube_rdma_port_hw_out_of_sequence_total");
   EXPECT_EQ(portCounterMetricName("hw_counters", "req-cqe.error"),
