@@ -788,8 +788,10 @@ async function runPrograms(rendered, args, examplePods) {
         const pods = webhook ? examplePods(label) : [];
         const call = webhook ? callAsApiServer(withSecrets, pods) : undefined;
         const problems = await runAsManifested(w, withSecrets, programs, fixture, scratch, call);
+        const nfd = (pod.containers[0].args ?? []).some((a) => a.startsWith("--nfd-features-file="));
         check(
           `${label}: ${w.kind} ${w.metadata.name} starts as manifested, passes its probes` +
+            (nfd ? ", writes its NFD labels into the features.d mount" : "") +
             (webhook
               ? `, mutates the ${pods.length} example pods as the API server calls it`
               : "") +
