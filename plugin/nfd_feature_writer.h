@@ -13,7 +13,8 @@ namespace kube_rdma {
 // Whether a GPU peer-memory module is loaded, by the files NCCL itself looks for before it uses
 // GPUDirect RDMA: kernel/mm/memory_peers/nv_mem/version, kernel/mm/memory_peers/nv_mem_nc/version
 // (MLNX_OFED's nv_peer_mem) or module/nvidia_peermem/version, under `sysfs_root`. DMA-BUF, the
-// other way, cannot be seen in sysfs.
+// other way, cannot be seen in sysfs. rdmactl doctor's GPUDirect check (issue 18, being written
+// beside this) also judges DMA-BUF: once it is in common/, the label should use it instead.
 bool gpuPeerMemoryLoaded(const std::string& sysfs_root);
 
 // Keeps NFD's feature file (--nfd-features-file) current: written when the labels change and
