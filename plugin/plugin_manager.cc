@@ -387,8 +387,8 @@ void PluginManager::run(const std::stop_token& stop) {
     if (pending && mode_ == RegistrationMode::kClassic && kubeletSocketExists()) {
       deadline = std::chrono::steady_clock::now() + kRegisterRetry;
     }
-    if (nfd_) {
-      deadline = std::min(deadline.value_or(nfd_->refreshDue()), nfd_->refreshDue());
+    if (nfd_ && (!deadline || nfd_->refreshDue() < *deadline)) {
+      deadline = nfd_->refreshDue();
     }
     if (deadline) {
       events_changed_.wait_until(lock, stop, *deadline, [this] { return !events_.empty(); });

@@ -66,7 +66,7 @@ private:
     kSocketDeleted,
     kConfigChanged,
     kDevicesChanged,
-    kPortStatesChanged
+    kPortStatesChanged // only wakes the loop, which recomputes the NFD labels each turn
   };
 
   void post(Event event);
