@@ -355,6 +355,29 @@ TEST_F(PluginIntegrationTest, TheNfdFeaturesFileFollowsThePortStates) {
   }
 }
 
+TEST_F(PluginIntegrationTest, TheNfdFeaturesFileFollowsAConfigReload) {
+  const std::string path = tmp_.sub("features.d") + "/kube-rdma";
+  const auto pool = [](const std::string& devices) {
+    return R"({"version": "v1", "pools": [{"resourceName": "example.com/hca", "mode": "exclusive",
+               "selector": {"linkLayer": "Ethernet", "deviceNames": [)" +
+           devices + "]}}]}";
+  };
+  ConfigMapDir config(tmp_.sub("config"));
+  config.publish(pool(R"("mlx5_1", "mlx5_2")"));
+  startPlugin("a100-roce", {"--config", config.path(), "--nfd-features-file", path});
+  const auto ports = [&](const std::string& count) {
+    return waitUntil(
+        [&] {
+          auto file = readNfdFeatureFile(readTestFile(path), std::chrono::system_clock::now());
+          return file.ok() && file->labels["kube-rdma.io/data-ports"] == count;
+        },
+        kDeadline);
+  };
+  EXPECT_TRUE(ports("2")) << readTestFile(path);
+  config.publish(pool(R"("mlx5_*")"));
+  EXPECT_TRUE(ports("8")) << readTestFile(path); // mlx5_0 is the management NIC
+}
+
 // The kubelet's plugin watcher, played by hand: it finds the socket in plugins_registry, asks
 // GetInfo, reports the registration, then uses the endpoint as a device plugin.
 TEST_F(PluginIntegrationTest, ServesThePluginWatcherWhenTheRegistryDirectoryExists) {
