@@ -19,7 +19,9 @@ Error systemError(const std::string& what, const std::string& path) {
 Status writeFileAtomically(const std::string& path, const std::string& content) {
   const auto slash = path.find_last_of('/');
   const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
-  std::string tmp = path + ".tmp-XXXXXX";
+  const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+  // A dot file: readers of the directory that skip hidden files (NFD's features.d) never see it.
+  std::string tmp = dir + "/." + name + ".tmp-XXXXXX";
   const int fd = ::mkstemp(tmp.data());
   if (fd < 0) {
     return systemError("cannot create a temporary file for", path);

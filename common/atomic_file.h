@@ -9,7 +9,7 @@
 namespace kube_rdma {
 
 // Writes `content` to `path` so that readers see the old file or the new one, never a part:
-// a temporary file in the same directory, fsync, rename over `path`, fsync the directory.
+// a temporary dot file in the same directory, fsync, rename over `path`, fsync the directory.
 // The file is mode 0644: containers mount some of them.
 Status writeFileAtomically(const std::string& path, const std::string& content);
 

@@ -57,12 +57,12 @@ Histogram::Snapshot Histogram::snapshot() const {
   return s;
 }
 
-MetricsRegistry::Family& MetricsRegistry::family(const std::string& name, Kind kind,
+MetricsRegistry::Family& MetricsRegistry::family(const std::string& name, MetricType type,
                                                  const std::string& help) {
   auto it = families_.find(name);
   if (it == families_.end()) {
     order_.push_back(name);
-    it = families_.emplace(name, Family{kind, help, {}, {}, {}, {}}).first;
+    it = families_.emplace(name, Family{type, help, {}, {}, {}, {}}).first;
   }
   return it->second;
 }
@@ -70,7 +70,7 @@ MetricsRegistry::Family& MetricsRegistry::family(const std::string& name, Kind k
 Counter& MetricsRegistry::counter(const std::string& name, const std::string& help,
                                   const Labels& labels) {
   std::lock_guard<std::mutex> lock(mutex_);
-  auto& slot = family(name, Kind::kCounter, help).counters[labels];
+  auto& slot = family(name, MetricType::kCounter, help).counters[labels];
   if (!slot) {
     slot = std::make_unique<Counter>();
   }
@@ -80,7 +80,7 @@ Counter& MetricsRegistry::counter(const std::string& name, const std::string& he
 Gauge& MetricsRegistry::gauge(const std::string& name, const std::string& help,
                               const Labels& labels) {
   std::lock_guard<std::mutex> lock(mutex_);
-  auto& slot = family(name, Kind::kGauge, help).gauges[labels];
+  auto& slot = family(name, MetricType::kGauge, help).gauges[labels];
   if (!slot) {
     slot = std::make_unique<Gauge>();
   }
@@ -90,7 +90,7 @@ Gauge& MetricsRegistry::gauge(const std::string& name, const std::string& help,
 Histogram& MetricsRegistry::histogram(const std::string& name, const std::string& help,
                                       const std::vector<double>& bounds, const Labels& labels) {
   std::lock_guard<std::mutex> lock(mutex_);
-  auto& fam = family(name, Kind::kHistogram, help);
+  auto& fam = family(name, MetricType::kHistogram, help);
   fam.bounds = bounds;
   auto& slot = fam.histograms[labels];
   if (!slot) {
@@ -159,6 +159,15 @@ std::string renderLabels(const Labels& labels, const std::string& extra_key = ""
   return out + "}";
 }
 
+void renderHeader(std::ostream& out, const std::string& name, const std::string& help,
+                  MetricType type) {
+  const char* type_name = type == MetricType::kCounter ? "counter"
+                          : type == MetricType::kGauge ? "gauge"
+                                                       : "histogram";
+  out << "# HELP " << name << ' ' << help << '\n';
+  out << "# TYPE " << name << ' ' << type_name << '\n';
+}
+
 } // namespace
 
 std::string MetricsRegistry::render() const {
@@ -166,11 +175,7 @@ std::string MetricsRegistry::render() const {
   std::ostringstream out;
   for (const auto& name : order_) {
     const Family& fam = families_.at(name);
-    const char* type = fam.kind == Kind::kCounter ? "counter"
-                       : fam.kind == Kind::kGauge ? "gauge"
-                                                  : "histogram";
-    out << "# HELP " << name << ' ' << fam.help << '\n';
-    out << "# TYPE " << name << ' ' << type << '\n';
+    renderHeader(out, name, fam.help, fam.type);
     for (const auto& [labels, c] : fam.counters) {
       out << name << renderLabels(labels) << ' ' << formatValue(c->value()) << '\n';
     }
@@ -186,6 +191,17 @@ std::string MetricsRegistry::render() const {
       out << name << "_bucket" << renderLabels(labels, "le", "+Inf") << ' ' << snap.count << '\n';
       out << name << "_sum" << renderLabels(labels) << ' ' << formatValue(snap.sum) << '\n';
       out << name << "_count" << renderLabels(labels) << ' ' << snap.count << '\n';
+    }
+  }
+  return out.str();
+}
+
+std::string renderScraped(const std::vector<ScrapedFamily>& families) {
+  std::ostringstream out;
+  for (const auto& family : families) {
+    renderHeader(out, family.name, family.help, family.type);
+    for (const auto& [labels, value] : family.samples) {
+      out << family.name << renderLabels(labels) << ' ' << formatValue(value) << '\n';
     }
   }
   return out.str();

@@ -5,6 +5,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 // Prometheus text exposition (format 0.0.4). Counters, gauges and histograms with labels; the
@@ -12,6 +13,8 @@
 namespace kube_rdma {
 
 using Labels = std::map<std::string, std::string>;
+
+enum class MetricType { kCounter, kGauge, kHistogram };
 
 class Counter {
 public:
@@ -78,21 +81,32 @@ public:
   std::string render() const;
 
 private:
-  enum class Kind { kCounter, kGauge, kHistogram };
   struct Family {
-    Kind kind;
+    MetricType type;
     std::string help;
     std::vector<double> bounds;
     std::map<Labels, std::unique_ptr<Counter>> counters;
     std::map<Labels, std::unique_ptr<Gauge>> gauges;
     std::map<Labels, std::unique_ptr<Histogram>> histograms;
   };
-  Family& family(const std::string& name, Kind kind, const std::string& help);
+  Family& family(const std::string& name, MetricType type, const std::string& help);
 
   mutable std::mutex mutex_;
   std::vector<std::string> order_;
   std::map<std::string, Family> families_;
 };
+
+// A family whose values are read when scraped (sysfs counters), not kept in a registry: the kernel
+// holds the count, so the exposition carries the value read, typed as what it is.
+struct ScrapedFamily {
+  std::string name;
+  std::string help;
+  MetricType type = MetricType::kCounter; // counter or gauge
+  std::vector<std::pair<Labels, double>> samples;
+};
+
+// The exposition of `families`, in order, in the format MetricsRegistry::render() uses.
+std::string renderScraped(const std::vector<ScrapedFamily>& families);
 
 // Escapes a label value per the exposition format (backslash, quote, newline).
 std::string escapeLabelValue(const std::string& value);

@@ -30,6 +30,10 @@ struct PluginFlags {
   std::optional<std::chrono::milliseconds> health_interval;
   bool cdi = false;
   std::string cdi_dir = "/var/run/cdi";
+  // Node labels for NFD's local source (docs/node-labels.md); empty: not written.
+  std::string nfd_features_file;
+  // The file's expiry-time is this far ahead; it is rewritten half-way.
+  std::chrono::seconds nfd_features_ttl = std::chrono::minutes(10);
   // --help or --version: print this and exit 0 instead of running.
   std::string exit_message;
 };

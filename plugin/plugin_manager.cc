@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <filesystem>
+#include <optional>
 
 #include "common/sysfs_attributes.h"
 #include "common/verbs_discovery.h"
@@ -39,10 +40,15 @@ bool fileExists(const std::string& path) {
 } // namespace
 
 PluginManager::PluginManager(PluginFlags flags, FileWatcher& watcher, Logger& logger,
-                             MetricsRegistry& metrics)
+                             MetricsRegistry& metrics, ClockPtr clock)
     : flags_(std::move(flags)), watcher_(watcher), logger_(logger), metrics_(metrics),
       mode_(chooseRegistrationMode(flags_.plugin_registry_dir)), state_(flags_.state_dir),
-      registrar_(createKubeletRegistrar(flags_.device_plugin_dir, kRegisterTimeout)) {}
+      registrar_(createKubeletRegistrar(flags_.device_plugin_dir, kRegisterTimeout)) {
+  if (!flags_.nfd_features_file.empty()) {
+    nfd_ = std::make_unique<NfdFeatureWriter>(flags_.nfd_features_file, flags_.nfd_features_ttl,
+                                              std::move(clock));
+  }
+}
 
 PluginManager::~PluginManager() {
   health_.reset(); // its thread calls into the pools
@@ -343,8 +349,12 @@ void PluginManager::onDevicesChanged() {
 }
 
 void PluginManager::onHealthSample(const NodeHealthView& view) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::unique_lock<std::mutex> lock(mutex_);
   last_health_ = view;
+  if (nfd_) {
+    // The labels count ACTIVE ports: the event loop recomputes them.
+    events_.insert(Event::kPortStatesChanged);
+  }
   for (auto& [name, pool] : pools_) {
     if (pool.manager->update(view)) {
       const auto list = pool.manager->devices();
@@ -355,6 +365,10 @@ void PluginManager::onHealthSample(const NodeHealthView& view) {
                                              {"total", std::to_string(list.devices.size())}});
     }
   }
+  lock.unlock();
+  if (nfd_) {
+    events_changed_.notify_all();
+  }
 }
 
 void PluginManager::run(const std::stop_token& stop) {
@@ -362,14 +376,23 @@ void PluginManager::run(const std::stop_token& stop) {
   writeFiles(lock); // the CDI specs, before the kubelet can allocate
   registerPending(lock);
   writeTopologyState(*topology_); // after registering: nothing waits for it
+  writeNfdFeatures();
   writeFiles(lock);
   while (!stop.stop_requested()) {
     const bool pending = std::any_of(pools_.begin(), pools_.end(),
                                      [](const auto& p) { return !p.second.registered; });
     // Waits for an event; while a registration is pending and the kubelet's socket exists,
-    // retries once a second (a kubelet that is up but not answering yet).
+    // retries once a second (a kubelet that is up but not answering yet); with NFD labels, until
+    // their file is due to be rewritten at the latest.
+    std::optional<std::chrono::steady_clock::time_point> deadline;
     if (pending && mode_ == RegistrationMode::kClassic && kubeletSocketExists()) {
-      events_changed_.wait_for(lock, stop, kRegisterRetry, [this] { return !events_.empty(); });
+      deadline = std::chrono::steady_clock::now() + kRegisterRetry;
+    }
+    if (nfd_ && (!deadline || nfd_->refreshDue() < *deadline)) {
+      deadline = nfd_->refreshDue();
+    }
+    if (deadline) {
+      events_changed_.wait_until(lock, stop, *deadline, [this] { return !events_.empty(); });
     } else {
       events_changed_.wait(lock, stop, [this] { return !events_.empty(); });
     }
@@ -386,6 +409,7 @@ void PluginManager::run(const std::stop_token& stop) {
     } else if (events.count(Event::kSocketDeleted)) {
       onSocketDeleted();
     }
+    writeNfdFeatures();
     writeFiles(lock);
     if (!stop.stop_requested()) {
       registerPending(lock);
@@ -443,6 +467,29 @@ void PluginManager::writeTopologyState(const NodeTopology& topology) {
   });
 }
 
+void PluginManager::writeNfdFeatures() {
+  if (!nfd_) {
+    return;
+  }
+  std::vector<NodePool> pools;
+  for (const auto& [name, pool] : pools_) {
+    pools.push_back(pool.manager->pool());
+  }
+  // The health view's topology has the port states of the last sample.
+  auto topology = last_health_.topology ? last_health_.topology : topology_;
+  file_work_.push_back([this, topology = std::move(topology), pools = std::move(pools)] {
+    // The writer skips the write when the labels are the same and the file is not due.
+    auto written =
+        nfd_->update(nodeLabels(*topology, pools, gpuPeerMemoryLoaded(flags_.sysfs_root)));
+    if (!written) {
+      logger_.warn("cannot write the NFD features file",
+                   {{"path", nfd_->path()}, {"error", written.error().message}});
+    } else if (*written) {
+      logger_.debug("NFD features file written", {{"path", nfd_->path()}});
+    }
+  });
+}
+
 void PluginManager::writeFiles(std::unique_lock<std::mutex>& lock) {
   auto work = std::move(file_work_);
   file_work_.clear();
@@ -469,18 +516,10 @@ std::string PluginManager::renderMetrics() const {
     metrics_.gauge(plugin_metrics::kDevices, {{"resource", name}, {"health", kUnhealthy}})
         .set(static_cast<double>(list.devices.size()) - healthy);
   }
-  metrics_.clearGauge(plugin_metrics::kPortCounter.name);
-  if (topology_) {
-    for (const auto& c : readPortCounters(flags_.sysfs_root, *topology_)) {
-      metrics_
-          .gauge(plugin_metrics::kPortCounter, {{"device", c.device},
-                                                {"port", std::to_string(c.port)},
-                                                {"source", c.source},
-                                                {"counter", c.name}})
-          .set(c.value);
-    }
-  }
-  return metrics_.render();
+  // The kernel keeps the port counters: read at each scrape, never stored.
+  const auto counters =
+      topology_ ? readPortCounters(flags_.sysfs_root, *topology_) : std::vector<PortCounter>{};
+  return metrics_.render() + renderScraped(portCounterFamilies(counters));
 }
 
 Result<std::string> PluginManager::healthz() const {

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/file_watcher.h"
 #include "common/log.h"
 #include "common/metrics.h"
@@ -18,6 +19,7 @@
 #include "plugin/flags.h"
 #include "plugin/health_watcher.h"
 #include "plugin/kubelet_registrar.h"
+#include "plugin/nfd_feature_writer.h"
 #include "plugin/pool_resource_manager.h"
 #include "plugin/state_writer.h"
 #include "rpc/grpc_socket_server.h"
@@ -33,10 +35,13 @@ namespace kube_rdma {
 //  - config file changed: parse; keep the last good config on an error; rebuild only the pools
 //    that changed;
 //  - devices appeared or vanished: discover again and rebuild what changed.
-// Health samples go straight to the pools from the HealthWatcher's thread.
+// Health samples go straight to the pools from the HealthWatcher's thread. With
+// --nfd-features-file, each turn also brings NFD's feature file up to date (labels changed by any
+// of the above or by a port state, or the file half-way to its expiry).
 class PluginManager {
 public:
-  PluginManager(PluginFlags flags, FileWatcher& watcher, Logger& logger, MetricsRegistry& metrics);
+  PluginManager(PluginFlags flags, FileWatcher& watcher, Logger& logger, MetricsRegistry& metrics,
+                ClockPtr clock = std::make_shared<RealClock>());
   ~PluginManager();
 
   // Discovers, loads the config, serves every pool and starts watching. Registration happens in
@@ -57,7 +62,13 @@ private:
     GrpcSocketServerPtr server;
     bool registered = false;
   };
-  enum class Event { kKubeletStarted, kSocketDeleted, kConfigChanged, kDevicesChanged };
+  enum class Event {
+    kKubeletStarted,
+    kSocketDeleted,
+    kConfigChanged,
+    kDevicesChanged,
+    kPortStatesChanged // only wakes the loop, which recomputes the NFD labels each turn
+  };
 
   void post(Event event);
   Result<PluginConfig> loadConfig() const;
@@ -78,6 +89,7 @@ private:
   void writeTopologyState(const NodeTopology& topology);
   void writeCdiSpec(const NodePool& pool, const NodeTopology& topology);
   void removeCdiSpec(const std::string& resource);
+  void writeNfdFeatures();
   // Called and returns with `lock` (on mutex_) held; releases it while writing.
   void writeFiles(std::unique_lock<std::mutex>& lock);
   // The flag when given, else the current config's value.
@@ -92,6 +104,8 @@ private:
   const StateWriter state_;
   KubeletRegistrarPtr registrar_;
   std::unique_ptr<HealthWatcher> health_;
+  // Only the event loop's thread uses it (in writeFiles), so it needs no lock.
+  std::unique_ptr<NfdFeatureWriter> nfd_;
 
   mutable std::mutex mutex_; // guards everything below
   std::condition_variable_any events_changed_;

@@ -15,8 +15,6 @@ inline constexpr MetricFamily kConfigReloads{"kube_rdma_plugin_config_reloads_to
                                              "Config reloads by outcome."};
 inline constexpr MetricFamily kListAndWatchSends{"kube_rdma_plugin_list_and_watch_sends_total",
                                                  "Device lists sent to the kubelet."};
-inline constexpr MetricFamily kPortCounter{
-    "kube_rdma_port_counter",
-    "RDMA port counters from sysfs (counters/ and hw_counters/), read at scrape."};
+// The port counters, one family per counter file: plugin/port_counters.h.
 
 } // namespace kube_rdma::plugin_metrics

@@ -23,8 +23,10 @@ vm_packages=(qemu-system-x86 kmod iproute2 ibverbs-utils)
 # The memlock hook under a real OCI runtime (test/memlock/): podman with runc, reading the
 # plugin's CDI spec, on a busybox-static root filesystem.
 runtime_packages=(podman runc busybox-static)
+# The Prometheus project's text-format parser, which reads the plugin's /metrics in a test.
+scrape_packages=(python3-prometheus-client)
 # llvm-symbolizer: sanitizer reports with function names, which the TSan suppressions match on.
-test_packages=(llvm "${vm_packages[@]}" "${runtime_packages[@]}")
+test_packages=(llvm "${vm_packages[@]}" "${runtime_packages[@]}" "${scrape_packages[@]}")
 with_node=
 case "${1:-}" in
   "") ;;

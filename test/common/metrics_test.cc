@@ -45,6 +45,19 @@ TEST(MetricsRegistry, WritesWholeNumbersWithoutAnExponent) {
   EXPECT_NE(text.find("g 20\n"), std::string::npos) << text;
 }
 
+TEST(ScrapedFamilies, RenderTypedWithTheirSamplesInOrder) {
+  const std::vector<ScrapedFamily> families{
+      {"x_bytes_total", "X.", MetricType::kCounter, {{{{"device", "mlx5_1"}}, 85902621924.0}}},
+      {"temp", "T.", MetricType::kGauge, {{{}, 0.5}, {{{"a", "q\""}}, 2}}}};
+  EXPECT_EQ(renderScraped(families), "# HELP x_bytes_total X.\n"
+                                     "# TYPE x_bytes_total counter\n"
+                                     "x_bytes_total{device=\"mlx5_1\"} 85902621924\n"
+                                     "# HELP temp T.\n"
+                                     "# TYPE temp gauge\n"
+                                     "temp 0.5\n"
+                                     "temp{a=\"q\\\"\"} 2\n");
+}
+
 TEST(MetricsRegistry, EscapesLabelValues) {
   EXPECT_EQ(escapeLabelValue("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
 }

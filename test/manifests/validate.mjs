@@ -527,7 +527,8 @@ async function untilTrue(fn, deadlineMs, stop) {
 
 // Starts the workload's first container the way its manifest says (command, args, env, mounts
 // mapped to local directories, ports to free local ports), waits for its liveness and readiness
-// probes to pass, then sends SIGTERM and expects a clean exit within the pod's grace period.
+// probes to pass (and, with --nfd-features-file, for the labels file in its mount), then sends
+// SIGTERM and expects a clean exit within the pod's grace period.
 async function runAsManifested(workload, objects, programs, fixture, scratch, whileReady) {
   const problems = [];
   const pod = workload.spec.template.spec;
@@ -624,6 +625,22 @@ async function runAsManifested(workload, objects, programs, fixture, scratch, wh
         `${kind} probe ${probe.httpGet.path} on port ${probe.httpGet.port} never passed` +
           (exited ? " (the program exited)" : ""),
       );
+    }
+  }
+  // NFD's feature file, where the manifest's mount puts it: nfd-worker reads that host directory.
+  const features = args.find((a) => a.startsWith("--nfd-features-file="));
+  if (problems.length === 0 && exited === null && features) {
+    const file = features.slice("--nfd-features-file=".length);
+    const word = "[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?";
+    const label = new RegExp(`^kube-rdma\\.io/${word}=${word}$`);
+    if (!(await untilTrue(async () => existsSync(file), 20000, () => exited !== null))) {
+      problems.push(`the NFD feature file was not written in the features.d mount (${features})`);
+    } else {
+      const lines = readFileSync(file, "utf8").split("\n").filter((l) => l.trim() !== "");
+      if (!lines.some((l) => l.startsWith("# +expiry-time="))) problems.push("no expiry-time");
+      if (!lines.includes("kube-rdma.io/rdma=true")) problems.push("no kube-rdma.io/rdma=true");
+      for (const l of lines.filter((l) => !l.startsWith("#") && !label.test(l)))
+        problems.push(`not a label line NFD takes: ${l}`);
     }
   }
   if (problems.length === 0 && exited === null && whileReady) {
@@ -771,8 +788,10 @@ async function runPrograms(rendered, args, examplePods) {
         const pods = webhook ? examplePods(label) : [];
         const call = webhook ? callAsApiServer(withSecrets, pods) : undefined;
         const problems = await runAsManifested(w, withSecrets, programs, fixture, scratch, call);
+        const nfd = (pod.containers[0].args ?? []).some((a) => a.startsWith("--nfd-features-file="));
         check(
           `${label}: ${w.kind} ${w.metadata.name} starts as manifested, passes its probes` +
+            (nfd ? ", writes its NFD labels into the features.d mount" : "") +
             (webhook
               ? `, mutates the ${pods.length} example pods as the API server calls it`
               : "") +

@@ -24,16 +24,19 @@ std::vector<std::string> fields(const PluginFlags& f) {
           duration(f.health_interval),
           f.cdi ? "cdi" : "no cdi",
           f.cdi_dir,
+          f.nfd_features_file,
+          std::to_string(f.nfd_features_ttl.count()) + "s",
           f.exit_message};
 }
 
 TEST(PluginFlags, DefaultsAreTheNodePaths) {
   auto flags = parsePluginFlags({});
   ASSERT_TRUE(flags.ok()) << flags.error().message;
-  EXPECT_EQ(fields(*flags), (std::vector<std::string>{
-                                "", "/sys", "/proc", "/dev", "/var/lib/kubelet/device-plugins",
-                                "/var/lib/kubelet/plugins_registry", "/var/run/kube-rdma", "", "",
-                                "text", "unset", "unset", "no cdi", "/var/run/cdi", ""}));
+  EXPECT_EQ(fields(*flags),
+            (std::vector<std::string>{
+                "", "/sys", "/proc", "/dev", "/var/lib/kubelet/device-plugins",
+                "/var/lib/kubelet/plugins_registry", "/var/run/kube-rdma", "", "", "text", "unset",
+                "unset", "no cdi", "/var/run/cdi", "", "600s", ""}));
 }
 
 // The DaemonSet's arguments (manifests/base/device-plugin/daemonset.yaml) and every other flag,
@@ -58,12 +61,16 @@ TEST(PluginFlags, ReadsEveryFlagInBothForms) {
                                  "--health-interval=250ms",
                                  "--cdi",
                                  "--cdi-dir",
-                                 "/cdi"});
+                                 "/cdi",
+                                 "--nfd-features-file=/nfd/features.d/kube-rdma",
+                                 "--nfd-features-ttl",
+                                 "90s"});
   ASSERT_TRUE(flags.ok()) << flags.error().message;
   EXPECT_EQ(fields(*flags),
             (std::vector<std::string>{"/etc/kube-rdma/plugin/config.json", "/host/sys", "/x/proc",
                                       "/host/dev", "/dp", "/reg", "/state", "10.0.0.1:9400",
-                                      "node-1", "json", "120000ms", "250ms", "cdi", "/cdi", ""}));
+                                      "node-1", "json", "120000ms", "250ms", "cdi", "/cdi",
+                                      "/nfd/features.d/kube-rdma", "90s", ""}));
 }
 
 TEST(PluginFlags, BareDurationsAreSecondsAndSwitchesTakeTrueOrFalse) {
@@ -72,6 +79,19 @@ TEST(PluginFlags, BareDurationsAreSecondsAndSwitchesTakeTrueOrFalse) {
   EXPECT_EQ(*flags->resend_interval, std::chrono::seconds(30));
   EXPECT_EQ(*flags->health_interval, std::chrono::seconds(1));
   EXPECT_FALSE(flags->cdi);
+}
+
+// The expiry-time is written to the second, and half the TTL must be at least a second.
+TEST(PluginFlags, TheNfdTtlIsWholeSecondsOfAtLeastTwo) {
+  for (const char* bad : {"1500ms", "1s", "0"}) {
+    auto flags = parsePluginFlags({"--nfd-features-ttl", bad});
+    ASSERT_FALSE(flags.ok()) << bad;
+    EXPECT_NE(flags.error().message.find("--nfd-features-ttl"), std::string::npos)
+        << flags.error().message;
+  }
+  auto flags = parsePluginFlags({"--nfd-features-ttl=2s"});
+  ASSERT_TRUE(flags.ok()) << flags.error().message;
+  EXPECT_EQ(flags->nfd_features_ttl, std::chrono::seconds(2));
 }
 
 TEST(PluginFlags, HelpAndVersionAnswerInsteadOfRunning) {

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "pluginregistration/v1/api.grpc.pb.h"
+#include "test/nfd_feature_reader.h"
 #include "test/plugin/plugin_test_base.h"
 
 namespace kube_rdma {
@@ -316,6 +317,65 @@ TEST_F(PluginIntegrationTest, AMemlockOnlyReloadRewritesTheCdiSpec) {
       [&] { return readTestFile(spec_path).find("--memlock=1048576") != std::string::npos; },
       kDeadline))
       << readTestFile(spec_path);
+}
+
+// NFD's features.d as the plugin leaves it: only its own file besides dot files, which NFD skips,
+// and that file read back by NFD's rules.
+TEST_F(PluginIntegrationTest, TheNfdFeaturesFileFollowsThePortStates) {
+  const std::string features_dir = tmp_.sub("features.d");
+  const std::string path = features_dir + "/kube-rdma";
+  startPlugin("a100-roce", {"--nfd-features-file", path}, true);
+  ASSERT_TRUE(waitForHealthy(kShared, 128));
+  const auto labels = [&] {
+    auto file = readNfdFeatureFile(readTestFile(path), std::chrono::system_clock::now());
+    return file.ok() ? file->labels : std::map<std::string, std::string>{};
+  };
+  const auto active = [&](const std::string& count) {
+    return waitUntil([&] { return labels()["kube-rdma.io/data-ports-active"] == count; },
+                     kDeadline);
+  };
+  ASSERT_TRUE(active("8")) << readTestFile(path);
+  EXPECT_EQ(labels(), (std::map<std::string, std::string>{{"kube-rdma.io/data-ports", "8"},
+                                                          {"kube-rdma.io/data-ports-active", "8"},
+                                                          {"kube-rdma.io/port-rate-gbps", "200"},
+                                                          {"kube-rdma.io/rdma", "true"},
+                                                          {"kube-rdma.io/roce", "true"}}));
+  auto expiry = readNfdFeatureFile(readTestFile(path), std::chrono::system_clock::now())->expiry;
+  ASSERT_TRUE(expiry.has_value());
+  // The default lifetime, 10 minutes, counted from a write that happened just now.
+  EXPECT_GT(*expiry, std::chrono::system_clock::now() + std::chrono::minutes(9));
+  const std::string state = node_ + "/sys/class/infiniband/mlx5_3/ports/1/state";
+  writeTestFile(state, "1: DOWN\n");
+  EXPECT_TRUE(active("7")) << readTestFile(path);
+  writeTestFile(state, "4: ACTIVE\n");
+  EXPECT_TRUE(active("8")) << readTestFile(path);
+  for (const auto& entry : fs::directory_iterator(features_dir)) {
+    const std::string name = entry.path().filename();
+    EXPECT_TRUE(name == "kube-rdma" || name.starts_with(".")) << name;
+  }
+}
+
+TEST_F(PluginIntegrationTest, TheNfdFeaturesFileFollowsAConfigReload) {
+  const std::string path = tmp_.sub("features.d") + "/kube-rdma";
+  const auto pool = [](const std::string& devices) {
+    return R"({"version": "v1", "pools": [{"resourceName": "example.com/hca", "mode": "exclusive",
+               "selector": {"linkLayer": "Ethernet", "deviceNames": [)" +
+           devices + "]}}]}";
+  };
+  ConfigMapDir config(tmp_.sub("config"));
+  config.publish(pool(R"("mlx5_1", "mlx5_2")"));
+  startPlugin("a100-roce", {"--config", config.path(), "--nfd-features-file", path});
+  const auto ports = [&](const std::string& count) {
+    return waitUntil(
+        [&] {
+          auto file = readNfdFeatureFile(readTestFile(path), std::chrono::system_clock::now());
+          return file.ok() && file->labels["kube-rdma.io/data-ports"] == count;
+        },
+        kDeadline);
+  };
+  EXPECT_TRUE(ports("2")) << readTestFile(path);
+  config.publish(pool(R"("mlx5_*")"));
+  EXPECT_TRUE(ports("8")) << readTestFile(path); // mlx5_0 is the management NIC
 }
 
 // The kubelet's plugin watcher, played by hand: it finds the socket in plugins_registry, asks

@@ -6,7 +6,6 @@
 
 #include "common/sysfs_discovery.h"
 #include "plugin/health_watcher.h"
-#include "plugin/port_counters.h"
 #include "test/plugin/temp_dir.h"
 
 namespace kube_rdma {
@@ -141,18 +140,6 @@ TEST(StateWriter, NamesFilesAfterTheirContentAndLeavesNoTemporaries) {
     ++files;
   }
   EXPECT_EQ(files, 3u);
-}
-
-TEST(PortCounters, ReadsCountersAndHwCountersOfEveryPort) {
-  const auto counters = readPortCounters(kA100 + "/sys", *a100());
-  bool xmit = false;
-  bool hw = false;
-  for (const auto& c : counters) {
-    xmit |= c.device == "mlx5_1" && c.source == "counters" && c.name == "port_xmit_data";
-    hw |= c.device == "mlx5_1" && c.source == "hw_counters";
-  }
-  EXPECT_TRUE(xmit);
-  EXPECT_TRUE(hw);
 }
 
 } // namespace

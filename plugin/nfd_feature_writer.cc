@@ -1,0 +1,51 @@
+#include "plugin/nfd_feature_writer.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "common/atomic_file.h"
+
+namespace kube_rdma {
+namespace {
+
+// After a failed write: soon, but not in a loop.
+constexpr std::chrono::seconds kRetryAfterError(10);
+
+} // namespace
+
+bool gpuPeerMemoryLoaded(const std::string& sysfs_root) {
+  for (const char* path :
+       {"/kernel/mm/memory_peers/nv_mem/version", "/kernel/mm/memory_peers/nv_mem_nc/version",
+        "/module/nvidia_peermem/version"}) {
+    struct stat st {};
+    if (::stat((sysfs_root + path).c_str(), &st) == 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
+NfdFeatureWriter::NfdFeatureWriter(std::string path, std::chrono::seconds ttl, ClockPtr clock)
+    : path_(std::move(path)), ttl_(ttl), clock_(std::move(clock)) {}
+
+Result<bool> NfdFeatureWriter::update(const NodeLabels& labels) {
+  const auto now = clock_->now();
+  if (written_ == labels && now < due_) {
+    return false;
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(path_).parent_path(), ec);
+  auto status = writeFileAtomically(path_, nfdFeatureFile(labels, clock_->wallNow() + ttl_));
+  if (!status) {
+    written_.reset();
+    due_ = now + std::min(kRetryAfterError, ttl_ / 2);
+    return status.error();
+  }
+  written_ = labels;
+  due_ = now + ttl_ / 2;
+  return true;
+}
+
+} // namespace kube_rdma

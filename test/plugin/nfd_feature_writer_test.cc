@@ -1,0 +1,121 @@
+#include "plugin/nfd_feature_writer.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "test/nfd_feature_reader.h"
+#include "test/plugin/temp_dir.h"
+#include "test/plugin/test_files.h"
+
+namespace kube_rdma {
+namespace {
+
+using std::chrono::minutes;
+using std::chrono::seconds;
+
+class FakeClock final : public Clock {
+public:
+  std::chrono::steady_clock::time_point now() const override { return steady; }
+  std::chrono::system_clock::time_point wallNow() const override { return wall; }
+  void advance(std::chrono::seconds by) {
+    steady += by;
+    wall += by;
+  }
+
+  std::chrono::steady_clock::time_point steady{};
+  std::chrono::system_clock::time_point wall = std::chrono::system_clock::from_time_t(1796119200);
+};
+
+const NodeLabels kLabels{{"kube-rdma.io/rdma", "true"}, {"kube-rdma.io/data-ports", "8"}};
+
+class NfdFeatureWriterTest : public ::testing::Test {
+protected:
+  ReadFeatureFile read() {
+    auto file = readNfdFeatureFile(readTestFile(path_), clock_->wallNow());
+    EXPECT_TRUE(file.ok()) << file.error().message;
+    return file.ok() ? *file : ReadFeatureFile{};
+  }
+
+  TempDir dir_;
+  const std::string path_ = dir_.path() + "/features.d/kube-rdma";
+  std::shared_ptr<FakeClock> clock_ = std::make_shared<FakeClock>();
+  NfdFeatureWriter writer_{path_, minutes(10), clock_};
+};
+
+TEST_F(NfdFeatureWriterTest, WritesTheLabelsWithAnExpiryTtlAhead) {
+  auto written = writer_.update(kLabels);
+  ASSERT_TRUE(written.ok()) << written.error().message;
+  EXPECT_TRUE(*written);
+  const ReadFeatureFile file = read();
+  EXPECT_EQ(file.labels, kLabels);
+  EXPECT_EQ(file.expiry, clock_->wall + minutes(10));
+  EXPECT_EQ(writer_.refreshDue(), clock_->steady + minutes(5));
+}
+
+TEST_F(NfdFeatureWriterTest, RewritesHalfWayToTheExpiryAndNotBefore) {
+  ASSERT_TRUE(writer_.update(kLabels).ok());
+  clock_->advance(seconds(299));
+  auto written = writer_.update(kLabels);
+  ASSERT_TRUE(written.ok());
+  EXPECT_FALSE(*written);
+  EXPECT_EQ(read().expiry, clock_->wall - seconds(299) + minutes(10));
+  clock_->advance(seconds(1));
+  written = writer_.update(kLabels);
+  ASSERT_TRUE(written.ok());
+  EXPECT_TRUE(*written);
+  // NFD would still have had 5 minutes of the old file; the new one runs 10 from now.
+  EXPECT_EQ(read().expiry, clock_->wall + minutes(10));
+  EXPECT_EQ(writer_.refreshDue(), clock_->steady + minutes(5));
+}
+
+TEST_F(NfdFeatureWriterTest, RewritesAtOnceWhenALabelChanges) {
+  ASSERT_TRUE(writer_.update(kLabels).ok());
+  clock_->advance(seconds(1));
+  NodeLabels changed = kLabels;
+  changed["kube-rdma.io/data-ports"] = "7";
+  auto written = writer_.update(changed);
+  ASSERT_TRUE(written.ok());
+  EXPECT_TRUE(*written);
+  EXPECT_EQ(read().labels, changed);
+}
+
+TEST_F(NfdFeatureWriterTest, LeavesNoFileButItsOwnInTheDirectory) {
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(writer_.update(kLabels).ok());
+    clock_->advance(minutes(5));
+  }
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(dir_.path() + "/features.d")) {
+    names.push_back(entry.path().filename());
+  }
+  EXPECT_EQ(names, std::vector<std::string>{"kube-rdma"});
+}
+
+TEST_F(NfdFeatureWriterTest, AFailedWriteIsAnErrorAndIsTriedAgainSoon) {
+  writeTestFile(dir_.path() + "/features.d", "a file where the directory should be");
+  auto written = writer_.update(kLabels);
+  ASSERT_FALSE(written.ok());
+  EXPECT_NE(written.error().message.find("features.d"), std::string::npos)
+      << written.error().message;
+  EXPECT_EQ(writer_.refreshDue(), clock_->steady + seconds(10));
+  std::filesystem::remove(dir_.path() + "/features.d");
+  written = writer_.update(kLabels); // same labels, but the last ones were never written
+  ASSERT_TRUE(written.ok()) << written.error().message;
+  EXPECT_TRUE(*written);
+}
+
+TEST(GpuPeerMemory, IsSeenByTheFilesNcclLooksFor) {
+  for (const char* file : {"module/nvidia_peermem/version", "kernel/mm/memory_peers/nv_mem/version",
+                           "kernel/mm/memory_peers/nv_mem_nc/version"}) {
+    TempDir sys;
+    EXPECT_FALSE(gpuPeerMemoryLoaded(sys.path()));
+    const std::filesystem::path path = sys.path() + "/" + file;
+    std::filesystem::create_directories(path.parent_path());
+    writeTestFile(path, "1.0\n");
+    EXPECT_TRUE(gpuPeerMemoryLoaded(sys.path())) << file;
+  }
+}
+
+} // namespace
+} // namespace kube_rdma
