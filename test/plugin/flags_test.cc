@@ -14,6 +14,7 @@ std::vector<std::string> fields(const PluginFlags& f) {
           f.sysfs_root,
           f.proc_root,
           f.dev_root,
+          toString(f.discovery),
           f.device_plugin_dir,
           f.plugin_registry_dir,
           f.state_dir,
@@ -30,10 +31,11 @@ std::vector<std::string> fields(const PluginFlags& f) {
 TEST(PluginFlags, DefaultsAreTheNodePaths) {
   auto flags = parsePluginFlags({});
   ASSERT_TRUE(flags.ok()) << flags.error().message;
-  EXPECT_EQ(fields(*flags), (std::vector<std::string>{
-                                "", "/sys", "/proc", "/dev", "/var/lib/kubelet/device-plugins",
-                                "/var/lib/kubelet/plugins_registry", "/var/run/kube-rdma", "", "",
-                                "text", "unset", "unset", "no cdi", "/var/run/cdi", ""}));
+  EXPECT_EQ(fields(*flags),
+            (std::vector<std::string>{"", "/sys", "/proc", "/dev", "auto",
+                                      "/var/lib/kubelet/device-plugins",
+                                      "/var/lib/kubelet/plugins_registry", "/var/run/kube-rdma", "",
+                                      "", "text", "unset", "unset", "no cdi", "/var/run/cdi", ""}));
 }
 
 // The DaemonSet's arguments (manifests/base/device-plugin/daemonset.yaml) and every other flag,
@@ -45,6 +47,7 @@ TEST(PluginFlags, ReadsEveryFlagInBothForms) {
                                  "/x/proc",
                                  "--dev-root",
                                  "/host/dev",
+                                 "--discovery=sysfs",
                                  "--device-plugin-dir=/dp",
                                  "--plugin-registry-dir",
                                  "/reg",
@@ -60,10 +63,10 @@ TEST(PluginFlags, ReadsEveryFlagInBothForms) {
                                  "--cdi-dir",
                                  "/cdi"});
   ASSERT_TRUE(flags.ok()) << flags.error().message;
-  EXPECT_EQ(fields(*flags),
-            (std::vector<std::string>{"/etc/kube-rdma/plugin/config.json", "/host/sys", "/x/proc",
-                                      "/host/dev", "/dp", "/reg", "/state", "10.0.0.1:9400",
-                                      "node-1", "json", "120000ms", "250ms", "cdi", "/cdi", ""}));
+  EXPECT_EQ(fields(*flags), (std::vector<std::string>{
+                                "/etc/kube-rdma/plugin/config.json", "/host/sys", "/x/proc",
+                                "/host/dev", "sysfs", "/dp", "/reg", "/state", "10.0.0.1:9400",
+                                "node-1", "json", "120000ms", "250ms", "cdi", "/cdi", ""}));
 }
 
 TEST(PluginFlags, BareDurationsAreSecondsAndSwitchesTakeTrueOrFalse) {
@@ -98,6 +101,8 @@ TEST(PluginFlags, ErrorsNameTheFlagAndTheValue) {
            {{"--resend-interval", "0s"}, "--resend-interval: '0s' is outside 1ms..24h"},
            {{"--health-interval", "5d"}, "--health-interval: '5d' is not a duration"},
            {{"--log-format", "xml"}, "--log-format: must be text or json, not 'xml'"},
+           {{"--discovery", "rdma-core"},
+            "--discovery: 'rdma-core' is not one of sysfs, verbs, auto"},
            {{"--cdi=maybe"}, "Could not convert: --cdi = maybe"},
            {{"stray"}, "unexpected argument: stray"}}) {
     auto flags = parsePluginFlags(c.args);
