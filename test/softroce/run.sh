@@ -20,6 +20,7 @@ command -v qemu-system-x86_64 >/dev/null || skip "no qemu-system-x86_64 (scripts
 depmod=$(command -v depmod || echo /usr/sbin/depmod)
 [[ -x $depmod ]] || skip "no depmod (scripts/setup.sh --tests installs kmod)"
 command -v ibv_devinfo >/dev/null || skip "no ibv_devinfo (scripts/setup.sh --tests installs ibverbs-utils)"
+command -v ib_write_bw >/dev/null || skip "no ib_write_bw (scripts/setup.sh --tests installs perftest)"
 # The guest runs this machine's ip and rdma (guest.sh).
 for tool in ip rdma; do
   command -v "$tool" >/dev/null || skip "no $tool (scripts/setup.sh --tests installs iproute2)"
