@@ -74,7 +74,7 @@ PY
 log=$cache/console.log
 echo "softroce: booting $kernel_pkg under qemu (TCG); console in $log"
 status=0
-timeout 900 qemu-system-x86_64 -accel tcg -cpu max -m 2048 -smp 1 -nographic -no-reboot \
+timeout 1800 qemu-system-x86_64 -accel tcg -cpu max -m 2048 -smp 1 -nographic -no-reboot \
   -kernel "kernel/boot/vmlinuz-$version" -initrd initramfs.gz \
   -append "console=ttyS0 panic=-1 quiet softroce=$src/test/softroce/guest.sh,$guest_tests,$src" \
   -virtfs local,path=/,mount_tag=root,security_model=none,readonly=on,multidevs=remap \

@@ -552,6 +552,8 @@ TEST_F(SoftRoceVerbsOverlay, IbWriteBwMovesDataWithOnlyWhatAllocateGranted) {
       run(grantedTraffic(granted.device_nodes, device, index) + "; echo exit=$?");
   EXPECT_NE(out.find("exit=0"), std::string::npos) << out;
   EXPECT_GT(averageBandwidth(out), 0.0) << out;
+  std::cout << "ib_write_bw -d " << device << " -x " << index << ": " << averageBandwidth(out)
+            << " MB/s average\n";
   // libibverbs in there lists the granted device only.
   EXPECT_NE(out.find(device), std::string::npos) << out;
   EXPECT_EQ(out.find("rxe0"), std::string::npos) << out;
