@@ -77,6 +77,22 @@ void addLogFormatOption(CLI::App& app, LogFormat& format) {
       ->type_name("FORMAT");
 }
 
+void addDiscoveryOption(CLI::App& app, DiscoveryBackend& backend) {
+  auto store = [&backend](const std::string& text) -> std::string {
+    auto parsed = parseDiscoveryBackend(text);
+    if (!parsed) {
+      return parsed.error().message;
+    }
+    backend = *parsed;
+    return "";
+  };
+  addCheckedOption(app, "--discovery", std::move(store),
+                   "sysfs: read sysfs only; verbs: libibverbs (sysfs at $SYSFS_PATH, nodes in "
+                   "/dev/infiniband; a container must be privileged) or fail; auto (default): "
+                   "libibverbs when it reads --sysfs-root and lists a device, else sysfs")
+      ->type_name("BACKEND");
+}
+
 Result<std::chrono::milliseconds> parseDuration(std::string_view text) {
   auto invalid = [text] {
     return makeError("'" + std::string(text) + "' is not a duration (examples: 500ms, 5s, 1m30s)");

@@ -11,6 +11,7 @@
 
 #include "common/log.h"
 #include "common/result.h"
+#include "common/verbs_discovery.h"
 
 // The command line of every kube-rdma program, on CLI11: the same --help and --version, the same
 // duration syntax, and errors returned rather than printed, so that parsing stays a pure function
@@ -41,6 +42,9 @@ CLI::Option* addDurationOption(CLI::App& app, const std::string& name,
 
 // Adds --log-format text|json, the daemons' log line format.
 void addLogFormatOption(CLI::App& app, LogFormat& format);
+
+// Adds --discovery sysfs|verbs|auto, the discovery backend (docs/discovery.md).
+void addDiscoveryOption(CLI::App& app, DiscoveryBackend& backend);
 
 // Go's duration units ms, s, m and h in whole numbers, alone or combined ("500ms", "5s", "1m30s"),
 // or a bare whole number of seconds (what every duration flag took before units existed).

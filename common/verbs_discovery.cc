@@ -3,11 +3,15 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <cstdlib>
 #include <endian.h>
+#include <fcntl.h>
 #include <infiniband/verbs.h>
 #include <map>
 #include <net/if.h>
+#include <unistd.h>
 
+#include "common/strings.h"
 #include "common/sysfs_attributes.h"
 
 namespace kube_rdma {
@@ -90,17 +94,36 @@ void queryGids(ibv_context* ctx, RdmaDevice& device, std::vector<DiscoveryWarnin
   }
 }
 
-std::optional<RdmaDevice> queryDevice(ibv_device* dev, std::vector<DiscoveryWarning>& warnings) {
+// Why ibv_open_device failed. Its errno is not the open's own (after a failed open rdma-core
+// looks for the node under /dev/char, which a container lacks), so the node is opened again
+// here, as rdma-core opens it (its path is compiled in).
+std::string whyNotOpened(const ibv_device* dev, int ibv_errno) {
+  const std::string node = std::string("/dev/infiniband/") + dev->dev_name;
+  const int fd = ::open(node.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) {
+    const int open_errno = errno;
+    return "open " + node + ": " + std::strerror(open_errno) +
+           (open_errno == EPERM ? " (the device cgroup refuses it: a container may open only the "
+                                  "device nodes it was granted, all of them when privileged)"
+                                : "");
+  }
+  ::close(fd);
+  return std::string("ibv_open_device: ") + std::strerror(ibv_errno) + " (" + node +
+         " itself opens: is it the device's own node?)";
+}
+
+std::optional<RdmaDevice> queryDevice(ibv_device* dev, std::vector<DiscoveryWarning>& warnings,
+                                      std::vector<DiscoveryWarning>& unusable) {
   RdmaDevice device;
   device.name = ibv_get_device_name(dev);
   std::unique_ptr<ibv_context, ContextDeleter> ctx(ibv_open_device(dev));
   if (!ctx) {
-    warnings.push_back({device.name, std::string("ibv_open_device: ") + std::strerror(errno)});
+    unusable.push_back({device.name, whyNotOpened(dev, errno)});
     return std::nullopt;
   }
   ibv_device_attr attr{};
   if (const int rc = ibv_query_device(ctx.get(), &attr); rc != 0) {
-    warnings.push_back({device.name, std::string("ibv_query_device: ") + std::strerror(rc)});
+    unusable.push_back({device.name, std::string("ibv_query_device: ") + std::strerror(rc)});
     return std::nullopt;
   }
   device.fw_ver = attr.fw_ver;
@@ -113,7 +136,44 @@ std::optional<RdmaDevice> queryDevice(ibv_device* dev, std::vector<DiscoveryWarn
   return device;
 }
 
+std::string withoutTrailingSlashes(std::string path) {
+  while (path.size() > 1 && path.back() == '/') {
+    path.pop_back();
+  }
+  return path;
+}
+
+// What a node whose libibverbs lists nothing has in sysfs, for the error of --discovery=verbs.
+std::string whyNoVerbsDevice(const DiscoveryRoots& roots) {
+  const NodeTopology sysfs = discoverFromSysfs(roots, {GidTables::kFirstOnly, {}});
+  if (sysfs.devices.empty()) {
+    return "sysfs at " + roots.sysfs_root + " lists none either";
+  }
+  std::vector<std::string> nodes;
+  for (const auto& d : sysfs.devices) {
+    nodes.push_back(d.name + " (" + (d.uverbs.empty() ? "no uverbs device" : d.uverbsDevicePath()) +
+                    ")");
+  }
+  return "it lists only the devices whose node is in /dev/infiniband, and sysfs at " +
+         roots.sysfs_root + " has " + joinStrings(nodes, ", ") +
+         ": mount the host's /dev/infiniband at /dev/infiniband";
+}
+
+void logBackend(Logger& logger, const char* backend, DiscoveryBackend requested,
+                const std::string& reason, const DiscoveryRoots& roots,
+                const std::string& verbs_root) {
+  logger.info("discovery backend", {{"backend", backend},
+                                    {"discovery", toString(requested)},
+                                    {"reason", reason},
+                                    {"sysfs_root", roots.sysfs_root},
+                                    {"libibverbs_sysfs_root", verbs_root}});
+}
+
 } // namespace
+
+std::string LibibverbsSource::sysfsRoot() const {
+  return libibverbsSysfsRoot(std::getenv("SYSFS_PATH"));
+}
 
 Result<VerbsScan> LibibverbsSource::scan() {
   int n = 0;
@@ -124,7 +184,7 @@ Result<VerbsScan> LibibverbsSource::scan() {
   }
   VerbsScan scan;
   for (int i = 0; i < n; ++i) {
-    if (auto device = queryDevice(list.get()[i], scan.warnings)) {
+    if (auto device = queryDevice(list.get()[i], scan.warnings, scan.unusable)) {
       scan.devices.push_back(std::move(*device));
     }
   }
@@ -188,27 +248,86 @@ NodeTopology mergeSysfsFacts(VerbsScan verbs, NodeTopology sysfs) {
   return topo;
 }
 
-NodeTopology discoverNode(const DiscoveryRoots& roots, Logger& logger, VerbsDeviceSource& source,
-                          const GidScan& sysfs_gids) {
-  if (roots.sysfs_root != source.sysfsRoot()) {
-    logger.info("discovery from sysfs: the sysfs root is not the one libibverbs reads",
-                {{"sysfs_root", roots.sysfs_root}, {"libibverbs_root", source.sysfsRoot()}});
+Result<DiscoveryBackend> parseDiscoveryBackend(std::string_view text) {
+  if (text == "auto") {
+    return DiscoveryBackend::kAuto;
+  }
+  if (text == "sysfs") {
+    return DiscoveryBackend::kSysfs;
+  }
+  if (text == "verbs") {
+    return DiscoveryBackend::kVerbs;
+  }
+  return makeError("'" + std::string(text) + "' is not one of sysfs, verbs, auto");
+}
+
+std::string toString(DiscoveryBackend backend) {
+  switch (backend) {
+  case DiscoveryBackend::kSysfs:
+    return "sysfs";
+  case DiscoveryBackend::kVerbs:
+    return "verbs";
+  case DiscoveryBackend::kAuto:
+    break;
+  }
+  return "auto";
+}
+
+std::string libibverbsSysfsRoot(const char* sysfs_path_env) {
+  return sysfs_path_env == nullptr ? "/sys" : withoutTrailingSlashes(sysfs_path_env);
+}
+
+Result<NodeTopology> discoverNode(const DiscoveryRoots& roots, DiscoveryBackend backend,
+                                  Logger& logger, VerbsDeviceSource& source,
+                                  const GidScan& sysfs_gids) {
+  const std::string verbs_root = withoutTrailingSlashes(source.sysfsRoot());
+  if (backend == DiscoveryBackend::kSysfs) {
+    logBackend(logger, "sysfs", backend, "asked for", roots, verbs_root);
+    return discoverFromSysfs(roots, sysfs_gids);
+  }
+  const bool verbs = backend == DiscoveryBackend::kVerbs;
+  if (withoutTrailingSlashes(roots.sysfs_root) != verbs_root) {
+    if (verbs) {
+      return makeError("--discovery=verbs: libibverbs reads sysfs at " + verbs_root +
+                       " but --sysfs-root is " + roots.sysfs_root +
+                       ": set SYSFS_PATH=" + roots.sysfs_root + " in the environment");
+    }
+    logBackend(logger, "sysfs", backend,
+               "the sysfs root is not the one libibverbs reads (SYSFS_PATH, default /sys)", roots,
+               verbs_root);
     return discoverFromSysfs(roots, sysfs_gids);
   }
   auto scan = source.scan();
-  if (!scan || scan->devices.empty()) {
-    logger.info("no RDMA devices via libibverbs; discovery from sysfs",
-                {{"reason", scan ? "libibverbs lists no devices" : scan.error().message},
-                 {"sysfs_root", roots.sysfs_root}});
+  if (verbs) {
+    if (!scan) {
+      return makeError("--discovery=verbs: " + scan.error().message);
+    }
+    if (!scan->unusable.empty()) {
+      std::vector<std::string> why;
+      for (const auto& u : scan->unusable) {
+        why.push_back(u.path + ": " + u.message);
+      }
+      return makeError("--discovery=verbs: libibverbs cannot open " + joinStrings(why, "; "));
+    }
+    if (scan->devices.empty()) {
+      return makeError("--discovery=verbs: libibverbs lists no RDMA device; " +
+                       whyNoVerbsDevice(roots));
+    }
+  } else if (!scan || scan->devices.empty()) {
+    logBackend(logger, "sysfs", backend,
+               scan ? "libibverbs lists no devices" : scan.error().message, roots, verbs_root);
     return discoverFromSysfs(roots, sysfs_gids);
   }
-  logger.info("discovery via libibverbs", {{"devices", std::to_string(scan->devices.size())}});
+  logBackend(logger, "libibverbs", backend,
+             verbs ? "asked for" : "it reads --sysfs-root and lists devices", roots, verbs_root);
+  scan->warnings.insert(scan->warnings.end(), scan->unusable.begin(), scan->unusable.end());
   return mergeSysfsFacts(std::move(*scan), discoverFromSysfs(roots, {GidTables::kFirstOnly, {}}));
 }
 
-NodeTopology discoverNode(const DiscoveryRoots& roots, Logger& logger, const GidScan& sysfs_gids) {
+Result<NodeTopology> discoverNode(const DiscoveryRoots& roots, DiscoveryBackend backend,
+                                  Logger& logger, const GidScan& sysfs_gids) {
   LibibverbsSource source;
-  return discoverNode(roots, logger, source, sysfs_gids);
+  return discoverNode(roots, backend, logger, source, sysfs_gids);
 }
 
 std::optional<PortRate> portRate(uint8_t active_width, uint8_t active_speed) {

@@ -4,6 +4,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/device_model.h"
@@ -18,7 +19,23 @@ namespace kube_rdma {
 struct VerbsScan {
   std::vector<RdmaDevice> devices; // names, GUIDs, firmware, ports and GID tables; no PCI facts
   std::vector<DiscoveryWarning> warnings;
+  // Devices the library lists but could not open or query, each with why.
+  std::vector<DiscoveryWarning> unusable;
 };
+
+// Which backend discovery uses (--discovery; docs/discovery.md).
+enum class DiscoveryBackend {
+  kAuto,  // libibverbs when it reads the sysfs of --sysfs-root and lists a device, else sysfs
+  kSysfs, // sysfs alone; libibverbs is not called
+  kVerbs, // libibverbs, or an error saying why it cannot serve; never a silent sysfs fallback
+};
+Result<DiscoveryBackend> parseDiscoveryBackend(std::string_view text); // "auto", "sysfs", "verbs"
+std::string toString(DiscoveryBackend backend);
+
+// The sysfs root libibverbs reads, given the value of SYSFS_PATH in its environment (nullptr
+// when unset): that value without trailing slashes, else "/sys" (rdma-core's
+// ibv_get_sysfs_path, which ignores SYSFS_PATH only in setuid programs).
+std::string libibverbsSysfsRoot(const char* sysfs_path_env);
 
 // Where the verbs view of the node comes from; injected so the choice is testable without
 // hardware.
@@ -32,23 +49,30 @@ public:
 };
 using VerbsDeviceSourcePtr = std::unique_ptr<VerbsDeviceSource>;
 
-// libibverbs itself. Lists only devices whose /dev/infiniband/uverbsN exists (rdma-core drops
-// the others), like NCCL sees them.
+// libibverbs itself, reading sysfs at $SYSFS_PATH (default /sys). Lists only devices whose
+// /dev/infiniband/uverbsN exists (rdma-core drops the others, and that directory is compiled
+// into it), like NCCL sees them.
 class LibibverbsSource final : public VerbsDeviceSource {
 public:
   // VerbsDeviceSource
-  std::string sysfsRoot() const override { return "/sys"; }
+  std::string sysfsRoot() const override;
   Result<VerbsScan> scan() override;
 };
 
-// libibverbs when roots.sysfs_root is the source's own root and it lists devices, merged with the
-// sysfs-only facts (PCI, NUMA, netdevs, uverbs, SR-IOV, GPUs, management NIC; the GID tables then
-// come from libibverbs only); otherwise sysfs, after logging why. `sysfs_gids` is what the sysfs
-// fallback reads of the GID tables (kFirstOnly for callers that do not use them).
-NodeTopology discoverNode(const DiscoveryRoots& roots, Logger& logger, VerbsDeviceSource& source,
-                          const GidScan& sysfs_gids = {});
-NodeTopology discoverNode(const DiscoveryRoots& roots, Logger& logger,
-                          const GidScan& sysfs_gids = {});
+// The node as `backend` says, after logging which backend serves and why:
+//  - kSysfs: discoverFromSysfs.
+//  - kAuto: libibverbs when roots.sysfs_root is the source's own root and it lists a device
+//    (devices it cannot open are left out with a warning); otherwise sysfs.
+//  - kVerbs: libibverbs, or an error naming why it cannot serve: it reads another sysfs root, it
+//    fails, it lists no device, or it cannot open one it lists.
+// libibverbs' devices are merged with the sysfs-only facts (PCI, NUMA, netdevs, uverbs, SR-IOV,
+// GPUs, management NIC; the GID tables then come from libibverbs only). `sysfs_gids` is what
+// sysfs discovery reads of the GID tables (kFirstOnly for callers that do not use them).
+Result<NodeTopology> discoverNode(const DiscoveryRoots& roots, DiscoveryBackend backend,
+                                  Logger& logger, VerbsDeviceSource& source,
+                                  const GidScan& sysfs_gids = {});
+Result<NodeTopology> discoverNode(const DiscoveryRoots& roots, DiscoveryBackend backend,
+                                  Logger& logger, const GidScan& sysfs_gids = {});
 
 // The verbs devices completed with what only sysfs knows, matched by name. Devices sysfs lists
 // but libibverbs does not (no uverbs node) are left out with a warning. GPUs, management NIC and

@@ -14,6 +14,7 @@ Result<PluginFlags> parsePluginFlags(const std::vector<std::string>& args) {
       ->type_name("FILE");
   app->add_option("--sysfs-root", flags.sysfs_root, "sysfs to read")->type_name("DIR");
   app->add_option("--proc-root", flags.proc_root, "procfs to read")->type_name("DIR");
+  addDiscoveryOption(*app, flags.discovery);
   app->add_option("--dev-root", flags.dev_root,
                   "where device nodes are checked; containers always get host paths under /dev")
       ->type_name("DIR");

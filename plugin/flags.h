@@ -7,6 +7,7 @@
 
 #include "common/log.h"
 #include "common/result.h"
+#include "common/verbs_discovery.h"
 
 namespace kube_rdma {
 
@@ -16,6 +17,7 @@ struct PluginFlags {
   std::string sysfs_root = "/sys";
   std::string proc_root = "/proc";
   std::string dev_root = "/dev";
+  DiscoveryBackend discovery = DiscoveryBackend::kAuto;
   std::string device_plugin_dir = "/var/lib/kubelet/device-plugins";
   std::string plugin_registry_dir = "/var/lib/kubelet/plugins_registry";
   std::string state_dir = "/var/run/kube-rdma";

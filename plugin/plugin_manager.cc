@@ -98,7 +98,11 @@ Status PluginManager::start() {
   if (!config) {
     return config.error(); // at start there is no last good config to keep
   }
-  auto topology = discover(*config);
+  auto discovered = discover(*config);
+  if (!discovered) {
+    return discovered.error();
+  }
+  auto topology = std::move(*discovered);
   for (const auto& warning : topology->warnings) {
     logger_.warn("discovery skipped an entry",
                  {{"path", warning.path}, {"error", warning.message}});
@@ -321,7 +325,14 @@ void PluginManager::onConfigChanged() {
   }
   auto topology = topology_;
   if (gidScanFor(*config) != gidScanFor(config_)) {
-    topology = discover(*config); // the new config reads other parts of the GID tables
+    auto discovered = discover(*config); // the new config reads other parts of the GID tables
+    if (!discovered) {
+      metrics_.counter(plugin_metrics::kConfigReloads, {{"outcome", "error"}}).inc();
+      logger_.error("config not applied: discovery failed, keeping the last good config",
+                    {{"error", discovered.error().message}});
+      return;
+    }
+    topology = std::move(*discovered);
   }
   if (auto status = applyConfig(*config, topology); !status) {
     metrics_.counter(plugin_metrics::kConfigReloads, {{"outcome", "error"}}).inc();
@@ -333,13 +344,24 @@ void PluginManager::onConfigChanged() {
   logger_.info("config reloaded", {{"pools", std::to_string(pools_.size())}});
 }
 
-std::shared_ptr<const NodeTopology> PluginManager::discover(const PluginConfig& config) const {
-  return std::make_shared<const NodeTopology>(
-      discoverNode({flags_.sysfs_root, flags_.proc_root}, logger_, gidScanFor(config)));
+Result<std::shared_ptr<const NodeTopology>>
+PluginManager::discover(const PluginConfig& config) const {
+  auto topology = discoverNode({flags_.sysfs_root, flags_.proc_root}, flags_.discovery, logger_,
+                               gidScanFor(config));
+  if (!topology) {
+    return topology.error();
+  }
+  return std::make_shared<const NodeTopology>(std::move(*topology));
 }
 
 void PluginManager::onDevicesChanged() {
-  auto topology = discover(config_);
+  auto discovered = discover(config_);
+  if (!discovered) {
+    logger_.error("RDMA devices changed but discovery failed, keeping the last view",
+                  {{"error", discovered.error().message}});
+    return;
+  }
+  auto topology = std::move(*discovered);
   logger_.info("RDMA devices changed, rediscovered",
                {{"devices", std::to_string(topology->devices.size())}});
   writeTopologyState(*topology);

@@ -84,7 +84,7 @@ private:
   void onHealthSample(const NodeHealthView& view);
   std::string socketDir() const;
   bool kubeletSocketExists() const;
-  std::shared_ptr<const NodeTopology> discover(const PluginConfig& config) const;
+  Result<std::shared_ptr<const NodeTopology>> discover(const PluginConfig& config) const;
   // These three queue their file work for writeFiles.
   void writeTopologyState(const NodeTopology& topology);
   void writeCdiSpec(const NodePool& pool, const NodeTopology& topology);

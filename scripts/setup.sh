@@ -17,9 +17,10 @@ packages=(
   clang libclang-rt-14-dev
 )
 # The soft-RoCE VM test (test/softroce/): qemu, depmod for the kernel it downloads, iproute2's
-# ip and rdma for the guest's netdevs and rxe devices, and rdma-core's ibv_devinfo as the
-# reference it compares discovery with.
-vm_packages=(qemu-system-x86 kmod iproute2 ibverbs-utils)
+# ip and rdma for the guest's netdevs and rxe devices, rdma-core's ibv_devinfo as the
+# reference it compares discovery with, and perftest's ib_write_bw for RDMA traffic with only
+# what Allocate grants.
+vm_packages=(qemu-system-x86 kmod iproute2 ibverbs-utils perftest)
 # The memlock hook under a real OCI runtime (test/memlock/): podman with runc, reading the
 # plugin's CDI spec, on a busybox-static root filesystem.
 runtime_packages=(podman runc busybox-static)

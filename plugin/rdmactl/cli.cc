@@ -19,6 +19,7 @@ Result<RdmactlOptions> parseRdmactlArgs(const std::vector<std::string>& args) {
   text(app.get(), "--sysfs-root", opts.sysfs_root, "DIR", "sysfs to read");
   text(app.get(), "--proc-root", opts.proc_root, "DIR", "procfs for the default route");
   text(app.get(), "--dev-root", opts.dev_root, "DIR", "where /dev/infiniband nodes are checked");
+  addDiscoveryOption(*app, opts.discovery);
   app->add_flag("--json", opts.json, "JSON output");
 
   auto command = [&](const std::string& name, RdmactlCommand value, const std::string& about) {

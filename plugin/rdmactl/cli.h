@@ -4,9 +4,11 @@
 #include <vector>
 
 #include "common/result.h"
+#include "common/verbs_discovery.h"
 
-// rdmactl's command line: `rdmactl [--sysfs-root DIR] [--proc-root DIR] [--dev-root DIR] [--json]
-// COMMAND [ARGS]` (DESIGN.md "Interfaces"). Global flags may also follow the command.
+// rdmactl's command line: `rdmactl [--sysfs-root DIR] [--proc-root DIR] [--dev-root DIR]
+// [--discovery BACKEND] [--json] COMMAND [ARGS]` (DESIGN.md "Interfaces"). Global flags may also
+// follow the command.
 namespace kube_rdma {
 
 enum class RdmactlCommand { kDevices, kGids, kNcclEnv, kDoctor };
@@ -15,6 +17,7 @@ struct RdmactlOptions {
   std::string sysfs_root = "/sys";
   std::string proc_root = "/proc";
   std::string dev_root = "/dev";
+  DiscoveryBackend discovery = DiscoveryBackend::kAuto;
   bool json = false;
   RdmactlCommand command = RdmactlCommand::kDevices;
   std::string device; // gids: only this device

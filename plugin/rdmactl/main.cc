@@ -126,7 +126,11 @@ int fail(const std::string& message) {
 int run(const RdmactlOptions& opts) {
   Logger logger(std::cerr, LogFormat::kText,
                 opts.command == RdmactlCommand::kDoctor ? LogLevel::kInfo : LogLevel::kWarn);
-  const NodeTopology topo = discoverNode({opts.sysfs_root, opts.proc_root}, logger);
+  const auto discovered = discoverNode({opts.sysfs_root, opts.proc_root}, opts.discovery, logger);
+  if (!discovered) {
+    return fail(discovered.error().message);
+  }
+  const NodeTopology& topo = *discovered;
   for (const auto& w : topo.warnings) {
     std::cerr << "rdmactl: warning: " << w.path << ": " << w.message << "\n";
   }

@@ -28,6 +28,12 @@ private:
   Result<VerbsScan> result_;
 };
 
+// Discovery that must not fail (auto and sysfs never do).
+NodeTopology discovered(Result<NodeTopology> result) {
+  EXPECT_TRUE(result.ok()) << result.error().message;
+  return result.ok() ? std::move(*result) : NodeTopology{};
+}
+
 RdmaDevice verbsDevice(const std::string& name) {
   RdmaDevice d;
   d.name = name;
@@ -46,19 +52,23 @@ TEST(VerbsDiscovery, AFixtureRootIsReadFromSysfsWithoutAskingLibibverbs) {
   std::ostringstream log;
   Logger logger(log);
   FakeSource source("/sys", VerbsScan{});
-  const auto topo = discoverNode(a100(), logger, source);
+  const auto topo = discovered(discoverNode(a100(), DiscoveryBackend::kAuto, logger, source));
   EXPECT_EQ(source.scans_, 0);
   EXPECT_EQ(topo.source, "sysfs");
   EXPECT_EQ(topo.devices.size(), 9u);
-  EXPECT_NE(log.str().find("discovery from sysfs"), std::string::npos) << log.str();
+  EXPECT_NE(log.str().find("backend=sysfs discovery=auto reason=\"the sysfs root is not the one "
+                           "libibverbs reads"),
+            std::string::npos)
+      << log.str();
 }
 
 TEST(VerbsDiscovery, TheSysfsFallbackReadsOnlyTheGidTablesItIsAskedFor) {
   std::ostringstream log;
   Logger logger(log);
   FakeSource source("/sys", VerbsScan{});
-  const auto full = discoverNode(a100(), logger, source);
-  const auto quick = discoverNode(a100(), logger, source, {GidTables::kFirstOnly, {}});
+  const auto full = discovered(discoverNode(a100(), DiscoveryBackend::kAuto, logger, source));
+  const auto quick = discovered(
+      discoverNode(a100(), DiscoveryBackend::kAuto, logger, source, {GidTables::kFirstOnly, {}}));
   ASSERT_EQ(quick.devices.size(), full.devices.size());
   for (size_t d = 0; d < full.devices.size(); ++d) {
     const Port& f = full.devices[d].ports[0];
@@ -76,17 +86,17 @@ TEST(VerbsDiscovery, FallsBackToSysfsAndSaysWhyWhenLibibverbsListsNothing) {
   // What this machine's libibverbs answers without RDMA hardware or kernel support.
   FakeSource failing(a100().sysfs_root,
                      makeError("ibv_get_device_list failed: Function not implemented"));
-  auto topo = discoverNode(a100(), logger, failing);
+  auto topo = discovered(discoverNode(a100(), DiscoveryBackend::kAuto, logger, failing));
   EXPECT_EQ(failing.scans_, 1);
   EXPECT_EQ(topo.source, "sysfs");
   EXPECT_EQ(topo.devices.size(), 9u);
-  EXPECT_NE(log.str().find("no RDMA devices via libibverbs"), std::string::npos) << log.str();
+  EXPECT_NE(log.str().find("backend=sysfs discovery=auto"), std::string::npos) << log.str();
   EXPECT_NE(log.str().find("Function not implemented"), std::string::npos) << log.str();
 
   std::ostringstream log2;
   Logger logger2(log2);
   FakeSource empty(a100().sysfs_root, VerbsScan{});
-  topo = discoverNode(a100(), logger2, empty);
+  topo = discovered(discoverNode(a100(), DiscoveryBackend::kAuto, logger2, empty));
   EXPECT_EQ(topo.source, "sysfs");
   EXPECT_NE(log2.str().find("libibverbs lists no devices"), std::string::npos) << log2.str();
 }
@@ -97,7 +107,7 @@ TEST(VerbsDiscovery, VerbsDevicesAreCompletedWithSysfsFacts) {
   VerbsScan scan;
   scan.devices = {verbsDevice("mlx5_2"), verbsDevice("mlx5_1")};
   FakeSource source(a100().sysfs_root, scan);
-  const auto topo = discoverNode(a100(), logger, source);
+  const auto topo = discovered(discoverNode(a100(), DiscoveryBackend::kAuto, logger, source));
   EXPECT_EQ(topo.source, "libibverbs");
   ASSERT_EQ(topo.devices.size(), 2u); // only what libibverbs lists, like NCCL sees
   const RdmaDevice& d = topo.devices[0];
@@ -114,6 +124,111 @@ TEST(VerbsDiscovery, VerbsDevicesAreCompletedWithSysfsFacts) {
   // The seven sysfs devices libibverbs did not list are named.
   EXPECT_EQ(topo.warnings.size(), 7u);
   EXPECT_NE(topo.warnings[0].message.find("not listed by libibverbs"), std::string::npos);
+}
+
+TEST(VerbsDiscovery, TheSysfsBackendNeverAsksLibibverbs) {
+  std::ostringstream log;
+  Logger logger(log);
+  VerbsScan scan;
+  scan.devices = {verbsDevice("mlx5_1")};
+  FakeSource source(a100().sysfs_root, scan); // would serve under auto
+  const auto topo = discovered(discoverNode(a100(), DiscoveryBackend::kSysfs, logger, source));
+  EXPECT_EQ(source.scans_, 0);
+  EXPECT_EQ(topo.source, "sysfs");
+  EXPECT_EQ(topo.devices.size(), 9u);
+  EXPECT_NE(log.str().find("discovery backend\" backend=sysfs discovery=sysfs"), std::string::npos)
+      << log.str();
+}
+
+TEST(VerbsDiscovery, TheVerbsBackendServesAndSaysSo) {
+  std::ostringstream log;
+  Logger logger(log);
+  VerbsScan scan;
+  scan.devices = {verbsDevice("mlx5_1")};
+  FakeSource source(a100().sysfs_root + "/", scan); // SYSFS_PATH=/host/sys/ is the same root
+  auto topo = discoverNode(a100(), DiscoveryBackend::kVerbs, logger, source);
+  ASSERT_TRUE(topo.ok()) << topo.error().message;
+  EXPECT_EQ(topo->source, "libibverbs");
+  EXPECT_EQ(topo->devices.size(), 1u);
+  EXPECT_NE(log.str().find("backend=libibverbs discovery=verbs"), std::string::npos) << log.str();
+}
+
+// --discovery=verbs never falls back: each way libibverbs cannot serve is an error saying why.
+TEST(VerbsDiscovery, TheVerbsBackendFailsNamingWhyLibibverbsCannotServe) {
+  std::ostringstream log;
+  Logger logger(log);
+  VerbsScan listed;
+  listed.devices = {verbsDevice("mlx5_1")};
+  FakeSource other_root("/sys", listed);
+  auto topo = discoverNode(a100(), DiscoveryBackend::kVerbs, logger, other_root);
+  ASSERT_FALSE(topo.ok());
+  EXPECT_EQ(other_root.scans_, 0);
+  EXPECT_EQ(topo.error().message,
+            "--discovery=verbs: libibverbs reads sysfs at /sys but --sysfs-root is " +
+                a100().sysfs_root + ": set SYSFS_PATH=" + a100().sysfs_root +
+                " in the environment");
+
+  FakeSource failing(a100().sysfs_root,
+                     makeError("ibv_get_device_list failed: Function not implemented"));
+  topo = discoverNode(a100(), DiscoveryBackend::kVerbs, logger, failing);
+  ASSERT_FALSE(topo.ok());
+  EXPECT_EQ(topo.error().message,
+            "--discovery=verbs: ibv_get_device_list failed: Function not implemented");
+
+  FakeSource none(a100().sysfs_root, VerbsScan{});
+  topo = discoverNode(a100(), DiscoveryBackend::kVerbs, logger, none);
+  ASSERT_FALSE(topo.ok());
+  const std::string& why = topo.error().message;
+  EXPECT_EQ(why.rfind("--discovery=verbs: libibverbs lists no RDMA device; it lists only the "
+                      "devices whose node is in /dev/infiniband, and sysfs at " +
+                          a100().sysfs_root + " has mlx5_0 (/dev/infiniband/uverbs0), ",
+                      0),
+            0u)
+      << why;
+  EXPECT_NE(why.find(": mount the host's /dev/infiniband at /dev/infiniband"), std::string::npos)
+      << why;
+
+  VerbsScan refused = listed;
+  refused.unusable = {{"mlx5_2", "open /dev/infiniband/uverbs2: Operation not permitted"}};
+  FakeSource cgroup(a100().sysfs_root, refused);
+  topo = discoverNode(a100(), DiscoveryBackend::kVerbs, logger, cgroup);
+  ASSERT_FALSE(topo.ok());
+  EXPECT_EQ(topo.error().message, "--discovery=verbs: libibverbs cannot open mlx5_2: open "
+                                  "/dev/infiniband/uverbs2: Operation not permitted");
+}
+
+TEST(VerbsDiscovery, AutoLeavesOutADeviceLibibverbsCannotOpenWithAWarning) {
+  std::ostringstream log;
+  Logger logger(log);
+  VerbsScan scan;
+  scan.devices = {verbsDevice("mlx5_1")};
+  scan.unusable = {{"mlx5_2", "open /dev/infiniband/uverbs2: Operation not permitted"}};
+  FakeSource source(a100().sysfs_root, scan);
+  const auto topo = discovered(discoverNode(a100(), DiscoveryBackend::kAuto, logger, source));
+  EXPECT_EQ(topo.source, "libibverbs");
+  ASSERT_EQ(topo.devices.size(), 1u);
+  bool named = false;
+  for (const auto& w : topo.warnings) {
+    named = named ||
+            (w.path == "mlx5_2" && w.message.find("Operation not permitted") != std::string::npos);
+  }
+  EXPECT_TRUE(named);
+}
+
+TEST(VerbsDiscovery, BackendNamesAndTheSysfsRootLibibverbsReads) {
+  for (const auto backend :
+       {DiscoveryBackend::kAuto, DiscoveryBackend::kSysfs, DiscoveryBackend::kVerbs}) {
+    EXPECT_EQ(parseDiscoveryBackend(toString(backend)).value(), backend);
+  }
+  for (const char* bad : {"", "Verbs", "libibverbs", "sysfs,verbs"}) {
+    auto parsed = parseDiscoveryBackend(bad);
+    ASSERT_FALSE(parsed.ok()) << bad;
+    EXPECT_EQ(parsed.error().message,
+              "'" + std::string(bad) + "' is not one of sysfs, verbs, auto");
+  }
+  EXPECT_EQ(libibverbsSysfsRoot(nullptr), "/sys");
+  EXPECT_EQ(libibverbsSysfsRoot("/host/sys"), "/host/sys");
+  EXPECT_EQ(libibverbsSysfsRoot("/host/sys//"), "/host/sys");
 }
 
 TEST(VerbsDiscovery, RatesMatchTheKernelsText) {

@@ -57,4 +57,5 @@ sent_prefix=$(sed -n 's/.*kSentResourcePrefix = "\(.*\)";/\1/p' "$src/common/web
 [[ -n "$sent_prefix" ]] || { echo "FAIL kSentResourcePrefix not found in common/webhook_policy.h"; exit 1; }
 
 node "$cache/validate.mjs" --manifests "$work/manifests" --examples "$work/examples" \
-  --cases "$here/match-conditions.yaml" --sent-prefix "$sent_prefix" "${programs[@]}"
+  --cases "$here/match-conditions.yaml" --sent-prefix "$sent_prefix" \
+  --verbs-pod "$src/test/softroce/verbs-discovery-plugin.json" "${programs[@]}"

@@ -18,7 +18,13 @@
 // fixture node) and rdma-webhook exactly as each rendered DaemonSet and Deployment starts them,
 // and checks that their probes pass and that they stop cleanly on SIGTERM.
 //
-// Usage: node validate.mjs --manifests DIR --examples DIR --cases FILE
+// The device plugin's discovery backend: every render passes one --discovery; with sysfs the
+// container is not privileged; with verbs (components/verbs-discovery) its arguments,
+// environment, privilege and mounts are exactly what the soft-RoCE guest test starts the plugin
+// with (--verbs-pod, test/softroce/verbs-discovery-plugin.json). libibverbs cannot serve on a
+// fixture node, so that workload runs in the soft-RoCE VM rather than here.
+//
+// Usage: node validate.mjs --manifests DIR --examples DIR --cases FILE --verbs-pod FILE
 //                          [--plugin BIN --webhook BIN --fixtures DIR]
 import { execFileSync, spawn } from "node:child_process";
 import {
@@ -51,6 +57,7 @@ function parseArgs(argv) {
     "examples",
     "cases",
     "sent-prefix",
+    "verbs-pod",
     "plugin",
     "webhook",
     "fixtures",
@@ -60,12 +67,12 @@ function parseArgs(argv) {
     if (!known.includes(key) || argv[i + 1] === undefined) {
       throw new Error(
         `usage: validate.mjs --manifests DIR --examples DIR --cases FILE --sent-prefix PREFIX ` +
-          `[--plugin BIN --webhook BIN --fixtures DIR] (got ${argv[i]})`,
+          `--verbs-pod FILE [--plugin BIN --webhook BIN --fixtures DIR] (got ${argv[i]})`,
       );
     }
     args[key] = key === "sent-prefix" ? argv[i + 1] : resolve(argv[i + 1]);
   }
-  for (const key of ["manifests", "examples", "cases", "sent-prefix"]) {
+  for (const key of ["manifests", "examples", "cases", "sent-prefix", "verbs-pod"]) {
     if (!args[key]) throw new Error(`missing --${key}`);
   }
   const programs = ["plugin", "webhook", "fixtures"].filter((k) => args[k]);
@@ -483,6 +490,60 @@ function sentPrefixProblems(conditions, prefix) {
   return problems;
 }
 
+// ---- the device plugin's discovery backend ---------------------------------------------------
+
+const pluginCommand = "/usr/bin/rdma-device-plugin";
+const discoveryOf = (container) =>
+  (container.args ?? []).filter((a) => a.startsWith("--discovery=")).map((a) => a.slice(12));
+
+// The plugin container as the soft-RoCE guest test reproduces it: arguments, environment (values
+// or the field each comes from), privilege, and each mount's source.
+function pluginLaunch(daemonSet) {
+  const pod = daemonSet.spec.template.spec;
+  const c = pod.containers[0];
+  return {
+    args: c.args ?? [],
+    env: (c.env ?? []).map((e) =>
+      e.valueFrom
+        ? { name: e.name, fieldRef: e.valueFrom.fieldRef?.fieldPath }
+        : { name: e.name, value: e.value },
+    ),
+    privileged: c.securityContext?.privileged ?? false,
+    mounts: (c.volumeMounts ?? []).map((m) => {
+      const v = (pod.volumes ?? []).find((x) => x.name === m.name) ?? {};
+      const source = v.hostPath
+        ? { hostPath: v.hostPath.path }
+        : { configMap: v.configMap?.name ?? `(volume ${m.name} is neither hostPath nor configMap)` };
+      return { mountPath: m.mountPath, ...source, readOnly: m.readOnly ?? false };
+    }),
+  };
+}
+
+function discoveryProblems(objects, verbsPod) {
+  const problems = [];
+  for (const ds of objects.filter((o) => o.kind === "DaemonSet")) {
+    const c = ds.spec.template.spec.containers[0];
+    if (c.command?.[0] !== pluginCommand) continue;
+    const backends = discoveryOf(c);
+    if (backends.length !== 1) {
+      problems.push(`${ds.metadata.name}: --discovery given ${backends.length} times, not once`);
+    } else if (backends[0] === "sysfs") {
+      if (c.securityContext?.privileged) problems.push("sysfs discovery in a privileged container");
+    } else if (backends[0] === "verbs") {
+      if (canonical(pluginLaunch(ds)) !== canonical(verbsPod)) {
+        problems.push(
+          "the plugin container differs from the soft-RoCE guest's copy; render it into " +
+            "test/softroce/verbs-discovery-plugin.json:",
+          JSON.stringify(pluginLaunch(ds)),
+        );
+      }
+    } else {
+      problems.push(`--discovery=${backends[0]}: the manifests name their backend`);
+    }
+  }
+  return problems;
+}
+
 // ---- the programs, started as the manifests start them --------------------------------------
 
 // The container's view of the host for the device plugin: the fixture node instead of the
@@ -764,6 +825,7 @@ async function runPrograms(rendered, args, examplePods) {
     ];
     for (const w of objects.filter((o) => o.kind === "DaemonSet" || o.kind === "Deployment")) {
       const pod = w.spec.template.spec;
+      if (discoveryOf(pod.containers[0]).includes("verbs")) continue; // the soft-RoCE VM runs it
       const data = (pod.volumes ?? []).map((v) => {
         const name = v.configMap?.name ?? v.secret?.secretName;
         return (
@@ -832,6 +894,7 @@ async function main() {
       .map((c) => `${relative(args.manifests, c)} is in no overlay`),
   );
 
+  const verbsPod = JSON.parse(readFileSync(args["verbs-pod"], "utf8"));
   let mwcConditions = null;
   const rendered = [];
   for (const dir of overlays) {
@@ -843,6 +906,14 @@ async function main() {
     }
     check(`${label}: renders, ${objects.length} objects valid`, problems);
     check(`${label}: every name an object refers to exists`, referenceProblems(objects));
+    const verbs = objects.some(
+      (o) => o.kind === "DaemonSet" && discoveryOf(o.spec.template.spec.containers[0]).includes("verbs"),
+    );
+    check(
+      `${label}: the device plugin names its discovery backend` +
+        (verbs ? " (verbs: privileged, as the soft-RoCE guest starts it)" : ""),
+      discoveryProblems(objects, verbsPod),
+    );
     const mwc = objects.find((o) => o.kind === "MutatingWebhookConfiguration");
     if (mwc && !mwcConditions) {
       const compiled = compileConditions(mwc);

@@ -14,6 +14,7 @@ std::vector<std::string> fields(const PluginFlags& f) {
           f.sysfs_root,
           f.proc_root,
           f.dev_root,
+          toString(f.discovery),
           f.device_plugin_dir,
           f.plugin_registry_dir,
           f.state_dir,
@@ -34,7 +35,7 @@ TEST(PluginFlags, DefaultsAreTheNodePaths) {
   ASSERT_TRUE(flags.ok()) << flags.error().message;
   EXPECT_EQ(fields(*flags),
             (std::vector<std::string>{
-                "", "/sys", "/proc", "/dev", "/var/lib/kubelet/device-plugins",
+                "", "/sys", "/proc", "/dev", "auto", "/var/lib/kubelet/device-plugins",
                 "/var/lib/kubelet/plugins_registry", "/var/run/kube-rdma", "", "", "text", "unset",
                 "unset", "no cdi", "/var/run/cdi", "", "600s", ""}));
 }
@@ -48,6 +49,7 @@ TEST(PluginFlags, ReadsEveryFlagInBothForms) {
                                  "/x/proc",
                                  "--dev-root",
                                  "/host/dev",
+                                 "--discovery=sysfs",
                                  "--device-plugin-dir=/dp",
                                  "--plugin-registry-dir",
                                  "/reg",
@@ -68,9 +70,9 @@ TEST(PluginFlags, ReadsEveryFlagInBothForms) {
   ASSERT_TRUE(flags.ok()) << flags.error().message;
   EXPECT_EQ(fields(*flags),
             (std::vector<std::string>{"/etc/kube-rdma/plugin/config.json", "/host/sys", "/x/proc",
-                                      "/host/dev", "/dp", "/reg", "/state", "10.0.0.1:9400",
-                                      "node-1", "json", "120000ms", "250ms", "cdi", "/cdi",
-                                      "/nfd/features.d/kube-rdma", "90s", ""}));
+                                      "/host/dev", "sysfs", "/dp", "/reg", "/state",
+                                      "10.0.0.1:9400", "node-1", "json", "120000ms", "250ms", "cdi",
+                                      "/cdi", "/nfd/features.d/kube-rdma", "90s", ""}));
 }
 
 TEST(PluginFlags, BareDurationsAreSecondsAndSwitchesTakeTrueOrFalse) {
@@ -118,6 +120,8 @@ TEST(PluginFlags, ErrorsNameTheFlagAndTheValue) {
            {{"--resend-interval", "0s"}, "--resend-interval: '0s' is outside 1ms..24h"},
            {{"--health-interval", "5d"}, "--health-interval: '5d' is not a duration"},
            {{"--log-format", "xml"}, "--log-format: must be text or json, not 'xml'"},
+           {{"--discovery", "rdma-core"},
+            "--discovery: 'rdma-core' is not one of sysfs, verbs, auto"},
            {{"--cdi=maybe"}, "Could not convert: --cdi = maybe"},
            {{"stray"}, "unexpected argument: stray"}}) {
     auto flags = parsePluginFlags(c.args);

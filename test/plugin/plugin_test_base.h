@@ -70,8 +70,10 @@ protected:
             plugin_registry_dir,   "--state-dir",  state_dir_};
   }
 
-  void launchPlugin(const std::vector<std::string>& args, const std::string& log_name) {
-    auto plugin = PluginProcess::start(KUBE_RDMA_PLUGIN_BINARY, args, tmp_.path() + "/" + log_name);
+  // `program` is the plugin itself, or a program that execs it (unshare).
+  void launchPlugin(const std::vector<std::string>& args, const std::string& log_name,
+                    const std::string& program = KUBE_RDMA_PLUGIN_BINARY) {
+    auto plugin = PluginProcess::start(program, args, tmp_.path() + "/" + log_name);
     ASSERT_TRUE(plugin.ok()) << plugin.error().message;
     plugin_ = std::move(*plugin);
   }

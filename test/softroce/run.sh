@@ -20,6 +20,7 @@ command -v qemu-system-x86_64 >/dev/null || skip "no qemu-system-x86_64 (scripts
 depmod=$(command -v depmod || echo /usr/sbin/depmod)
 [[ -x $depmod ]] || skip "no depmod (scripts/setup.sh --tests installs kmod)"
 command -v ibv_devinfo >/dev/null || skip "no ibv_devinfo (scripts/setup.sh --tests installs ibverbs-utils)"
+command -v ib_write_bw >/dev/null || skip "no ib_write_bw (scripts/setup.sh --tests installs perftest)"
 # The guest runs this machine's ip and rdma (guest.sh).
 for tool in ip rdma; do
   command -v "$tool" >/dev/null || skip "no $tool (scripts/setup.sh --tests installs iproute2)"
@@ -73,7 +74,7 @@ PY
 log=$cache/console.log
 echo "softroce: booting $kernel_pkg under qemu (TCG); console in $log"
 status=0
-timeout 900 qemu-system-x86_64 -accel tcg -cpu max -m 2048 -smp 1 -nographic -no-reboot \
+timeout 1800 qemu-system-x86_64 -accel tcg -cpu max -m 2048 -smp 1 -nographic -no-reboot \
   -kernel "kernel/boot/vmlinuz-$version" -initrd initramfs.gz \
   -append "console=ttyS0 panic=-1 quiet softroce=$src/test/softroce/guest.sh,$guest_tests,$src" \
   -virtfs local,path=/,mount_tag=root,security_model=none,readonly=on,multidevs=remap \

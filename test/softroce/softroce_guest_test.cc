@@ -7,24 +7,32 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <arpa/inet.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include "common/log.h"
 #include "common/sysfs_discovery.h"
 #include "common/verbs_discovery.h"
+#include "plugin/topology_json.h"
 #include "test/plugin/plugin_test_base.h"
 
 namespace kube_rdma {
 namespace {
 
 using std::chrono::milliseconds;
-// Generous: the VM is emulated (no KVM), and every binary runs under ASan.
-constexpr milliseconds kDeadline{60000};
+// Generous: the VM is emulated (no KVM), every binary runs under ASan, and the host may be busy
+// (a plugin start took over 60 s in a VM on a host with load 14).
+constexpr milliseconds kDeadline{180000};
 constexpr const char* kShared = "rdma/shared";
 const DiscoveryRoots kRealRoots{"/sys", "/proc"};
 
@@ -160,7 +168,9 @@ TEST_F(SoftRoceVm, SysfsDiscoveryReadsTheKernelsRxeDevicesWithoutAWarning) {
 
 TEST_F(SoftRoceVm, LibibverbsAndSysfsGiveTheSameModel) {
   Logger logger(std::cerr);
-  const NodeTopology verbs = discoverNode(kRealRoots, logger, GidScan{});
+  auto discovered = discoverNode(kRealRoots, DiscoveryBackend::kVerbs, logger, GidScan{});
+  ASSERT_TRUE(discovered.ok()) << discovered.error().message;
+  const NodeTopology& verbs = *discovered;
   const NodeTopology sysfs = discoverFromSysfs(kRealRoots);
   EXPECT_EQ(verbs.source, "libibverbs");
   ASSERT_EQ(verbs.devices.size(), sysfs.devices.size());
@@ -241,6 +251,322 @@ TEST_F(SoftRocePlugin, ThePortGoingDownInTheKernelMakesThePoolUnhealthyAndBack) 
   ASSERT_EQ(std::system("ip link set data0 up"), 0);
   EXPECT_TRUE(waitForHealthy(kShared, kOffered, kOffered))
       << run("cat /sys/class/infiniband/rxe1/ports/1/state");
+}
+
+// ---- the plugin as components/verbs-discovery runs it -----------------------------------------
+
+// A shell word.
+std::string shellWord(const std::string& text) {
+  std::string out = "'";
+  for (char c : text) {
+    out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  }
+  return out + "'";
+}
+
+bool atOrBelow(const std::string& path, const std::string& dir) {
+  return path == dir || path.rfind(dir + "/", 0) == 0;
+}
+
+// What one Allocate answer and the plugin's topology.json say, to compare two discoveries.
+struct PluginResult {
+  std::map<std::string, std::string> envs;
+  std::vector<std::string> device_nodes; // host paths
+  nlohmann::json topology;
+  std::string log;
+};
+
+// The plugin container of manifests/components/verbs-discovery (verbs-discovery-plugin.json,
+// which the manifests test holds equal to the rendered overlay) in a private mount namespace laid
+// out as the container sees its volumes: each mount bound at prefix + mountPath, read-only where
+// the manifest says so, except under /dev, which libibverbs reads at its compiled-in path; /sys
+// itself hidden behind an empty tmpfs, so that only SYSFS_PATH leads libibverbs to sysfs. The
+// kubelet is the simulator (its socket directory is the device-plugins volume); it has no
+// plugin-watcher directory, so the plugins_registry volume is left out and the plugin registers
+// on kubelet.sock.
+class SoftRoceVerbsOverlay : public PluginTestBase {
+protected:
+  SoftRoceVerbsOverlay() : PluginTestBase(kDeadline) {}
+  void SetUp() override {
+    if (std::getenv("KUBE_RDMA_SOFTROCE_VM") == nullptr) {
+      GTEST_SKIP() << "runs inside the soft-RoCE VM of test/softroce/run.sh only";
+    }
+    std::ifstream in(std::string(KUBE_RDMA_SOURCE_DIR) +
+                     "/test/softroce/verbs-discovery-plugin.json");
+    pod_ = nlohmann::json::parse(in);
+  }
+
+  // The shell script that lays out the namespace and execs the plugin with the container's
+  // arguments and environment, `extra_args` appended (a repeated flag takes its last value).
+  std::string containerScript(const std::string& name, const std::string& kubelet_dir,
+                              const std::vector<std::string>& extra_args) {
+    const std::string prefix = tmp_.sub(name + "-pod");
+    const std::string config_dir = tmp_.sub(name + "-config");
+    std::filesystem::copy_file(std::string(KUBE_RDMA_SOURCE_DIR) +
+                                   "/manifests/base/device-plugin/config.json",
+                               config_dir + "/config.json");
+    const std::map<std::string, std::string> host = {
+        {"/sys", "/sys"},
+        {"/dev/infiniband", "/dev/infiniband"},
+        {"/var/lib/kubelet/device-plugins", kubelet_dir},
+        {"/var/run/kube-rdma", tmp_.sub(name + "-state")}};
+    std::vector<std::string> mounted;
+    std::string script = "set -e\n";
+    for (const auto& m : pod_.at("mounts")) {
+      const std::string path = m.at("mountPath");
+      std::string source;
+      if (m.contains("configMap")) {
+        source = config_dir;
+      } else if (m.at("hostPath") == "/var/lib/kubelet/plugins_registry") {
+        continue;
+      } else if (auto it = host.find(m.at("hostPath")); it != host.end()) {
+        source = it->second;
+      } else {
+        ADD_FAILURE() << "the overlay mounts " << m.dump() << ", which this test does not lay out";
+        continue;
+      }
+      const std::string target = atOrBelow(path, "/dev") ? path : prefix + path;
+      if (target != path) {
+        mounted.push_back(path);
+      }
+      script += "mkdir -p " + shellWord(target) + "\nmount --bind " + shellWord(source) + " " +
+                shellWord(target) + "\n";
+      if (m.at("readOnly")) {
+        script += "mount -o remount,bind,ro " + shellWord(target) + "\n";
+      }
+    }
+    script += "mount -t tmpfs -o ro,size=4k nosys /sys\n";
+    // Paths at, below or above (--dev-root=/host/dev) a mount are under the prefix.
+    auto inPod = [&](const std::string& path) {
+      for (const auto& m : mounted) {
+        if (atOrBelow(path, m) || atOrBelow(m, path)) {
+          return prefix + path;
+        }
+      }
+      return path;
+    };
+    std::map<std::string, std::string> env;
+    const std::map<std::string, std::string> fields = {{"spec.nodeName", "softroce-vm"},
+                                                       {"status.podIP", "127.0.0.1"}};
+    for (const auto& e : pod_.at("env")) {
+      const std::string value =
+          e.contains("value") ? inPod(e.at("value")) : fields.at(e.at("fieldRef"));
+      env[e.at("name")] = value;
+      script += "export " + std::string(e.at("name")) + "=" + shellWord(value) + "\n";
+    }
+    script += "exec " + shellWord(KUBE_RDMA_PLUGIN_BINARY);
+    std::vector<std::string> args = pod_.at("args");
+    args.insert(args.end(), extra_args.begin(), extra_args.end());
+    for (std::string arg : args) {
+      for (const auto& [var, value] : env) {
+        for (size_t at; (at = arg.find("$(" + var + ")")) != std::string::npos;) {
+          arg.replace(at, var.size() + 3, value);
+        }
+      }
+      const size_t eq = arg.find('=');
+      if (eq != std::string::npos && arg.compare(eq + 1, 1, "/") == 0) {
+        arg = arg.substr(0, eq + 1) + inPod(arg.substr(eq + 1));
+      }
+      script += " " + shellWord(arg);
+    }
+    return script + "\n";
+  }
+
+  // A fresh kubelet simulator for one plugin run.
+  void startKubelet(const std::string& name) {
+    kubelet_dir_ = tmp_.sub(name + "-kubelet");
+    kubelet_ = std::make_unique<KubeletSimulator>(kubelet_dir_);
+    EXPECT_TRUE(kubelet_->start().ok());
+  }
+
+  // The plugin as the script execs it, in a mount namespace of its own.
+  void launchInPod(const std::string& script, const std::string& log_name) {
+    launchPlugin({"--mount", "--propagation", "private", "/bin/sh", "-c", script}, log_name,
+                 "/usr/bin/unshare");
+  }
+
+  // Waits, generously, for the plugin to give up at start; its exit code and log.
+  std::pair<Result<int>, std::string> exitAtStart() {
+    const auto deadline = std::chrono::steady_clock::now() + kDeadline;
+    while (plugin_->logs().find("cannot start") == std::string::npos &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(milliseconds(100));
+    }
+    auto exit = plugin_->terminate(kDeadline);
+    return {std::move(exit), plugin_->logs()};
+  }
+
+  // Starts the container on a fresh kubelet simulator, allocates one rdma/shared ID, and stops it.
+  PluginResult allocateAs(const std::string& name, const std::vector<std::string>& extra_args) {
+    PluginResult result;
+    startKubelet(name);
+    const std::string script = containerScript(name, kubelet_dir_, extra_args);
+    launchInPod(script, name + ".log");
+    if (!plugin_) {
+      return result;
+    }
+    EXPECT_TRUE(waitForHealthy(kShared, kOffered, kOffered)) << script << plugin_->logs();
+    auto answer = kubelet_->allocate(kShared, {"0"});
+    EXPECT_TRUE(answer.ok()) << (answer.ok() ? "" : answer.error().message);
+    if (answer.ok()) {
+      result.envs = {answer->envs().begin(), answer->envs().end()};
+      for (const auto& spec : answer->devices()) {
+        result.device_nodes.push_back(spec.host_path());
+      }
+    }
+    // Written after registering, nothing waits for it: wait for it, generously.
+    const std::string topology = tmp_.path() + "/" + name + "-state/topology.json";
+    const auto deadline = std::chrono::steady_clock::now() + kDeadline;
+    while (!std::filesystem::exists(topology) && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(milliseconds(100));
+    }
+    std::ifstream in(topology);
+    result.topology = nlohmann::json::parse(in, nullptr, false);
+    auto exit = plugin_->terminate(kDeadline);
+    EXPECT_TRUE(exit.ok() && *exit == 0) << plugin_->logs();
+    result.log = plugin_->logs();
+    plugin_.reset();
+    kubelet_.reset();
+    return result;
+  }
+
+  nlohmann::json pod_;
+};
+
+TEST_F(SoftRoceVerbsOverlay, ServedByLibibverbsWithTheSameResultAsSysfs) {
+  const PluginResult verbs = allocateAs("verbs", {});
+  EXPECT_NE(
+      verbs.log.find(R"("msg":"discovery backend","backend":"libibverbs","discovery":"verbs")"),
+      std::string::npos)
+      << verbs.log;
+  const PluginResult sysfs = allocateAs("sysfs", {"--discovery=sysfs"});
+  EXPECT_NE(sysfs.log.find(R"("msg":"discovery backend","backend":"sysfs","discovery":"sysfs")"),
+            std::string::npos)
+      << sysfs.log;
+
+  EXPECT_EQ(verbs.envs, sysfs.envs);
+  EXPECT_EQ(verbs.envs.at("NCCL_IB_HCA"), "=rxe1:1");
+  EXPECT_EQ(verbs.envs.count("NCCL_IB_GID_INDEX"), 1u);
+  EXPECT_EQ(verbs.device_nodes, sysfs.device_nodes);
+  EXPECT_EQ(verbs.topology.value("source", ""), "libibverbs");
+  EXPECT_EQ(sysfs.topology.value("source", ""), "sysfs");
+  nlohmann::json a = verbs.topology, b = sysfs.topology;
+  a.erase("source");
+  b.erase("source");
+  EXPECT_EQ(a.dump(1), b.dump(1));
+}
+
+// --discovery=verbs with no device node libibverbs can use: the plugin exits at start, naming why,
+// instead of serving from sysfs.
+TEST_F(SoftRoceVerbsOverlay, WithoutTheDeviceNodesTheVerbsBackendRefusesToStart) {
+  startKubelet("empty");
+  const std::string script =
+      "mount -t tmpfs empty /dev/infiniband\n" + containerScript("empty", kubelet_dir_, {});
+  launchInPod(script, "empty.log");
+  ASSERT_TRUE(plugin_);
+  const auto [exit, log] = exitAtStart();
+  EXPECT_NE(log.find("--discovery=verbs: libibverbs lists no RDMA device; it lists only the "
+                     "devices whose node is in /dev/infiniband"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("rxe1 (/dev/infiniband/uverbs"), std::string::npos) << log;
+  EXPECT_TRUE(exit.ok() && *exit == 1) << log;
+}
+
+// An unprivileged container: its device cgroup refuses the uverbs nodes (here a cgroup v1
+// devices controller denying major 231, as runc's rules do for a node not granted). libibverbs
+// lists the devices (stat() is not refused) but cannot open them: the plugin exits naming EPERM.
+TEST_F(SoftRoceVerbsOverlay, InADeviceCgroupThatRefusesUverbsTheVerbsBackendNamesEperm) {
+  const std::string cgroup = tmp_.sub("devices-cgroup");
+  const std::string mount_cgroup = "mount -t cgroup -o devices devices " + cgroup;
+  if (std::system(("unshare --mount " + mount_cgroup).c_str()) != 0) {
+    GTEST_SKIP() << "this kernel has no cgroup v1 devices controller to mount";
+  }
+  startKubelet("eperm");
+  // In the plugin's mount namespace, so the mount goes with it.
+  const std::string script = mount_cgroup + " && mkdir -p " + cgroup +
+                             "/plugin && echo 'c 231:* rwm' > " + cgroup +
+                             "/plugin/devices.deny && echo $$ > " + cgroup +
+                             "/plugin/cgroup.procs\n" + containerScript("eperm", kubelet_dir_, {});
+  launchInPod(script, "eperm.log");
+  ASSERT_TRUE(plugin_);
+  const auto [exit, log] = exitAtStart();
+  EXPECT_NE(log.find("--discovery=verbs: libibverbs cannot open rxe0: open /dev/infiniband/uverbs"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("Operation not permitted (the device cgroup refuses it"), std::string::npos)
+      << log;
+  EXPECT_TRUE(exit.ok() && *exit == 1) << log;
+}
+
+// ---- RDMA traffic with only what Allocate handed out -------------------------------------------
+
+// ib_write_bw server and client on the granted device and GID index, in a private mount namespace
+// whose /dev/infiniband holds copies (mknod) of the granted nodes only. Prints ibv_devices, then
+// the client's output; exits with the client's status.
+std::string grantedTraffic(const std::vector<std::string>& nodes, const std::string& device,
+                           const std::string& gid_index) {
+  std::string script = "mount -t tmpfs granted /dev/infiniband\n";
+  for (const auto& node : nodes) {
+    struct stat st {};
+    if (::stat(node.c_str(), &st) != 0 || !S_ISCHR(st.st_mode)) {
+      ADD_FAILURE() << node << " is not a character device";
+      continue;
+    }
+    script += "mknod -m 666 " + shellWord(node) + " c " + std::to_string(major(st.st_rdev)) + " " +
+              std::to_string(minor(st.st_rdev)) + "\n";
+  }
+  const std::string bw = "timeout 120 ib_write_bw -F -n 200 -p 18515 -d " + shellWord(device) +
+                         " -x " + shellWord(gid_index);
+  script += "ibv_devices\n" + bw + " >$TMPDIR/server.out 2>&1 &\n";
+  // The client connects over TCP once the server listens: wait for its port, generously.
+  script += "i=0; until ss -ltn | grep -q ':18515 '; do i=$((i+1)); [ $i -gt 300 ] && break; "
+            "sleep 0.2; done\n";
+  script += bw + " 127.0.0.1 2>&1; rc=$?\nwait\necho '-- server:'; cat $TMPDIR/server.out\n";
+  script += "exit $rc\n";
+  return "unshare --mount --propagation private /bin/sh -c " + shellWord(script) + " 2>&1";
+}
+
+// The average of ib_write_bw's result line ("65536 200 peak average msgrate"), or -1.
+double averageBandwidth(const std::string& output) {
+  std::istringstream in(output);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    double bytes = 0, iterations = 0, peak = 0, average = -1;
+    if (fields >> bytes >> iterations >> peak >> average && bytes == 65536) {
+      return average;
+    }
+  }
+  return -1;
+}
+
+TEST_F(SoftRoceVerbsOverlay, IbWriteBwMovesDataWithOnlyWhatAllocateGranted) {
+  const PluginResult granted = allocateAs("traffic", {});
+  ASSERT_EQ(granted.envs.count("NCCL_IB_GID_INDEX"), 1u);
+  std::string device = granted.envs.at("NCCL_IB_HCA"); // "=rxe1:1"
+  device = device.substr(1, device.find(':') - 1);
+  const std::string index = granted.envs.at("NCCL_IB_GID_INDEX");
+
+  const std::string out =
+      run(grantedTraffic(granted.device_nodes, device, index) + "; echo exit=$?");
+  EXPECT_NE(out.find("exit=0"), std::string::npos) << out;
+  EXPECT_GT(averageBandwidth(out), 0.0) << out;
+  std::cout << "ib_write_bw -d " << device << " -x " << index << ": " << averageBandwidth(out)
+            << " MB/s average\n";
+  // libibverbs in there lists the granted device only.
+  EXPECT_NE(out.find(device), std::string::npos) << out;
+  EXPECT_EQ(out.find("rxe0"), std::string::npos) << out;
+
+  // An index inside the table whose entry the kernel has not filled.
+  const NodeTopology topo = discoverFromSysfs(kRealRoots);
+  const Port& port = topo.findDevice(device)->ports.at(0);
+  uint32_t unused = port.gids.back().index + 1;
+  ASSERT_LT(unused, port.gid_table_len);
+  const std::string bad =
+      run(grantedTraffic(granted.device_nodes, device, std::to_string(unused)) + "; echo exit=$?");
+  EXPECT_EQ(bad.find("exit=0"), std::string::npos) << bad;
+  EXPECT_LT(averageBandwidth(bad), 0.0) << bad;
 }
 
 } // namespace
