@@ -62,6 +62,9 @@ int verifyAgainstConfiguredCas(X509_STORE_CTX* context, void* configured_store) 
   return verified == 1 ? 1 : 0;
 }
 
+// An error answer is a Status of a few hundred bytes; more is not read.
+constexpr size_t kMaxErrorBodyBytes = size_t{64} * 1024;
+
 bool isSuccess(int status) {
   return status >= 200 && status < 300;
 }
@@ -344,7 +347,7 @@ ApiResult<std::string> ApiClient::watch(const std::string& collection_path,
       [&](const char* data, size_t length) {
         if (status != 200) {
           error_body.append(data, length);
-          return error_body.size() < 64 * 1024;
+          return error_body.size() < kMaxErrorBodyBytes;
         }
         lines.append(std::string_view(data, length));
         std::string line;

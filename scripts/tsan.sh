@@ -5,8 +5,9 @@
 # with a test Reviewer), the plugin's /metrics server (cpp-httplib against clients and shutdown)
 # and the plugin's shared state driven as gRPC drives it (ListAndWatch waiters, Allocate calls,
 # health updates, the health watcher's thread and interval changes:
-# test/plugin/concurrency_test.cc). Builds only what those tests need into build-tsan/ and runs
-# them.
+# test/plugin/concurrency_test.cc) and the Kubernetes API client against the API-server simulator
+# (watches stopped from another thread, pooled keep-alive connections). Builds only what those
+# tests need into build-tsan/ and runs them.
 #
 # The plugin's gRPC tests are not run here (plugin_tests is built for its /metrics tests):
 # against Debian's Abseil and gRPC, which are not built with TSan, every gRPC test reports races
@@ -23,6 +24,6 @@ if [[ ! -f "$build_dir/build.ninja" ]]; then
     -DKUBE_RDMA_SANITIZE=thread -DKUBE_RDMA_WERROR=ON >/dev/null
 fi
 cmake --build "$build_dir" -j "${JOBS:-2}" --target fixtures common_tests webhook_tests rdma-webhook \
-  plugin_tests
+  plugin_tests kubeclient_tests
 ctest --test-dir "$build_dir" --output-on-failure -j "${JOBS:-2}" --timeout 600 \
-  -R '^(InotifyWatcher|AdmissionServerTest|WebhookE2E|MetricsEndpoint|PluginConcurrency)\.'
+  -R '^(InotifyWatcher|AdmissionServerTest|WebhookE2E|MetricsEndpoint|PluginConcurrency|ApiClientTest)\.'

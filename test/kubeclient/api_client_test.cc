@@ -385,7 +385,7 @@ TEST_F(ApiClientTest, AKubeconfigFileWithRelativePathsConnects) {
 // Runs a watch on its own thread, collecting "TYPE name" per event.
 class WatchRunner {
 public:
-  WatchRunner(ApiClient& api, WatchOptions options) {
+  WatchRunner(ApiClient& api, const WatchOptions& options) {
     thread_ = std::thread([this, &api, options] {
       result_ = std::make_unique<ApiResult<std::string>>(api.watch(
           *collectionPath(kResourceSlices, ""), options,

@@ -110,6 +110,10 @@ struct BadKubeconfig {
   std::string error;
 };
 
+void PrintTo(const BadKubeconfig& bad, std::ostream* out) {
+  *out << bad.description;
+}
+
 class BadKubeconfigTest : public ::testing::TestWithParam<BadKubeconfig> {};
 
 TEST_P(BadKubeconfigTest, IsRefusedWithAClearError) {
