@@ -980,4 +980,19 @@ std::vector<Check> runNodeChecks(const NodeTopology& topology, const PluginConfi
   return checks;
 }
 
+ScrapedFamily nodeCheckFamily(const std::vector<Check>& checks) {
+  ScrapedFamily family{"kube_rdma_node_check",
+                       "Node checks of rdmactl doctor (docs/rdmactl.md) as a StateSet: 1 for the "
+                       "check's verdict (ok, warn, fail, unknown), 0 for the others.",
+                       MetricType::kGauge,
+                       {}};
+  for (const Check& check : checks) {
+    for (Verdict state : {Verdict::kOk, Verdict::kWarn, Verdict::kFail, Verdict::kUnknown}) {
+      family.samples.push_back({{{"check", check.name}, {"state", toString(state)}},
+                                check.verdict == state ? 1.0 : 0.0});
+    }
+  }
+  return family;
+}
+
 } // namespace kube_rdma

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/device_model.h"
+#include "common/metrics.h"
 #include "common/plugin_config.h"
 
 // The node checks behind `rdmactl doctor` ("why is NCCL slow on this node"): pure functions over
@@ -160,5 +161,10 @@ std::vector<Check> checkWorkload(const NodeSnapshot& snapshot);
 // pool-rates, pool:<name> per pool, versions, then cdi and workload-memlock in a pod.
 std::vector<Check> runNodeChecks(const NodeTopology& topology, const PluginConfig& config,
                                  const NodeSnapshot& snapshot);
+
+// The checks as the Prometheus StateSet `kube_rdma_node_check{check, state}`: per check one sample
+// for each verdict, 1 for the check's verdict and 0 for the others, so an alert can match
+// state="fail" == 1 and a dashboard can count checks per verdict.
+ScrapedFamily nodeCheckFamily(const std::vector<Check>& checks);
 
 } // namespace kube_rdma

@@ -8,6 +8,8 @@
 #include "common/sysfs_attributes.h"
 #include "common/verbs_discovery.h"
 #include "plugin/cdi_spec.h"
+#include "common/node_checks.h"
+#include "common/node_snapshot.h"
 #include "plugin/plugin_metrics.h"
 #include "plugin/port_counters.h"
 #include "plugin/topology_json.h"
@@ -538,10 +540,17 @@ std::string PluginManager::renderMetrics() const {
     metrics_.gauge(plugin_metrics::kDevices, {{"resource", name}, {"health", kUnhealthy}})
         .set(static_cast<double>(list.devices.size()) - healthy);
   }
-  // The kernel keeps the port counters: read at each scrape, never stored.
-  const auto counters =
-      topology_ ? readPortCounters(flags_.sysfs_root, *topology_) : std::vector<PortCounter>{};
-  return metrics_.render() + renderScraped(portCounterFamilies(counters));
+  // The kernel keeps the port counters: read at each scrape, never stored. The node checks are
+  // judged from the files as they are now, like `rdmactl doctor` (without running ofed_info).
+  std::vector<ScrapedFamily> scraped;
+  if (topology_) {
+    scraped = portCounterFamilies(readPortCounters(flags_.sysfs_root, *topology_));
+    const NodeSnapshot snapshot =
+        readNodeSnapshot({flags_.sysfs_root, flags_.proc_root, flags_.dev_root}, *topology_,
+                         ProcessSide{loadedLibibverbs(), {}, {}});
+    scraped.push_back(nodeCheckFamily(runNodeChecks(*topology_, config_, snapshot)));
+  }
+  return metrics_.render() + renderScraped(scraped);
 }
 
 Result<std::string> PluginManager::healthz() const {

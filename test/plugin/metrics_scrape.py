@@ -5,7 +5,7 @@ scrapes its /metrics and parses the text with the Prometheus project's own Pytho
 against the fixture's counter files: one counter family per file, `_total` samples labelled
 device, port and netdev, port_xmit_data/port_rcv_data as `_bytes_total` at 4x the file (sysfs
 counts 4-octet words), hw_counters/lifespan left out, the saturating legacy counters saying so
-in their help text, and the plugin's own metrics still there.
+in their help text, the node checks as a StateSet, and the plugin's own metrics still there.
 
 Usage: metrics_scrape.py PLUGIN_BINARY FIXTURE_DIR (e.g. build/fixtures/a100-roce)
 """
@@ -129,6 +129,23 @@ def main():
                if f.name == "kube_rdma_plugin_devices"]
     if not devices or devices[0].type != "gauge" or not devices[0].samples:
         failures.append("kube_rdma_plugin_devices (gauge) missing")
+    # The node checks as a StateSet: four states per check, exactly one of them 1; the healthy
+    # A100 fixture fails and warns on none of them.
+    checks = {}
+    for f in text_string_to_metric_families(text):
+        if f.name == "kube_rdma_node_check":
+            if f.type != "gauge":
+                failures.append("kube_rdma_node_check typed %s" % f.type)
+            for s in f.samples:
+                checks.setdefault(s.labels["check"], {})[s.labels["state"]] = s.value
+    if "pcie-link" not in checks or "gpudirect-rdma" not in checks:
+        failures.append("kube_rdma_node_check lacks pcie-link or gpudirect-rdma: %s" % sorted(checks))
+    for check, states in sorted(checks.items()):
+        if set(states) != {"ok", "warn", "fail", "unknown"} or sorted(states.values()) != [0, 0, 0, 1]:
+            failures.append("kube_rdma_node_check{check=%s}: %s" % (check, states))
+        elif states["warn"] or states["fail"]:
+            failures.append("the healthy fixture: check %s is %s" % (
+                check, [k for k, v in states.items() if v][0]))
     for f in failures:
         print("FAIL " + f)
     print("%d port counters checked, %d failures" % (checked, len(failures)))

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "test/apiserver/api_server_simulator.h"
+#include "test/fakes/fake_clock.h"
 #include "test/plugin/temp_dir.h"
 #include "test/webhook/admission_test_support.h"
 #include "test/webhook/test_certificates.h"
@@ -27,18 +28,6 @@ json readDra(const std::string& file) {
   text << in.rdbuf();
   return json::parse(text.str());
 }
-
-class TestClock : public Clock {
-public:
-  std::chrono::steady_clock::time_point now() const override { return now_; }
-  std::chrono::system_clock::time_point wallNow() const override {
-    return std::chrono::system_clock::time_point{};
-  }
-  void advance(std::chrono::milliseconds by) { now_ += by; }
-
-private:
-  std::chrono::steady_clock::time_point now_{};
-};
 
 class ClaimReaderTest : public testing::Test {
 protected:
@@ -61,7 +50,7 @@ protected:
   }
 
   TempDir dir_;
-  std::shared_ptr<TestClock> clock_ = std::make_shared<TestClock>();
+  std::shared_ptr<FakeClock> clock_ = std::make_shared<FakeClock>();
   std::unique_ptr<ApiServerSimulator> simulator_;
   ApiClientPtr api_;
   std::unique_ptr<ClaimCache> cache_;
