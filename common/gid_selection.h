@@ -11,7 +11,7 @@
 #include "common/result.h"
 
 // NCCL 2.21+'s automatic GID choice for a RoCE port when NCCL_IB_GID_INDEX is unset
-// (reference/rdma-nccl.md §2.3, ncclIbGetGidIndex): the lowest-index GID of the wanted address
+// (NCCL's net_ib.cc, ncclIbGetGidIndex): the lowest-index GID of the wanted address
 // family (NCCL_IB_ADDR_FAMILY, IPv4 by default) and RoCE version (NCCL_IB_ROCE_VERSION_NUM, 2 by
 // default), inside NCCL_IB_ADDR_RANGE when set, never all-zero and never link-local (fe80::/64).
 // Entries whose type could not be read (EINVAL in a container) are skipped, as NCCL >= 2.26.2 does.

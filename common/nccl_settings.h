@@ -11,7 +11,7 @@
 #include "common/result.h"
 
 // NCCL's own reading of NCCL_IB_HCA, NCCL_SOCKET_IFNAME and nccl.conf, reproduced exactly
-// (reference/rdma-nccl.md §2.1, §2.2, §2.6; NCCL 2.28 src/misc/utils.cc parseStringList/matchIf,
+// (NCCL 2.28 src/misc/utils.cc parseStringList/matchIf,
 // src/transport/net_ib.cc, src/misc/socket.cc, src/misc/param.cc), and the strict rendering of
 // what we hand to containers.
 namespace kube_rdma {

@@ -10,7 +10,7 @@
 // The pod annotation `kube-rdma.io/rdma`: "N", "N(ib)", "N(roce)", also with full-width brackets
 // "N（roce）" (U+FF08/U+FF09). Surrounding whitespace is tolerated, the type is case-insensitive.
 // Every malformed value is an error that names the problem, never a silent 0 (CubeStudio's
-// get_rdma swallows errors and returns 0, see reference/rdma-nccl.md §1.2).
+// get_rdma swallows errors and returns 0).
 //
 // "0" is an error ("must be at least 1"): a pod that wants no RDMA leaves the annotation out, and
 // a 0 written by a template bug should be visible instead of quietly giving the pod nothing.

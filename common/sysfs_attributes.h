@@ -11,7 +11,7 @@
 #include "common/device_model.h"
 #include "common/result.h"
 
-// Parsers for single sysfs attribute texts in the kernel's formats (reference/rdma-nccl.md §3.1,
+// Parsers for single sysfs attribute texts in the kernel's formats (the kernel's
 // drivers/infiniband/core/sysfs.c). Pure: the caller reads the file (readAttribute is the one
 // I/O helper here). Each parser accepts the text with or without its trailing newline and
 // returns an Error naming what was wrong.

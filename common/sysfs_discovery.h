@@ -9,8 +9,8 @@
 #include "common/gid_selection.h"
 
 // Discovery of RDMA devices, their ports and GID tables, NVIDIA GPUs and the management NIC from
-// sysfs and procfs in the kernel's formats (reference/rdma-nccl.md §3), under configurable roots
-// so tests and rdmactl can point it at a fixture tree.
+// sysfs and procfs in the kernel's formats (drivers/infiniband/core/sysfs.c), under configurable
+// roots so tests and rdmactl can point it at a fixture tree.
 namespace kube_rdma {
 
 struct DiscoveryRoots {

@@ -9,7 +9,7 @@
 #include "common/result.h"
 
 // PCIe placement of HCAs and GPUs, and the GPU<->NIC distance as NCCL classifies it
-// (reference/rdma-nccl.md §5.1: src/graph/xml.cc ncclTopoGetXmlFromSys, src/graph/paths.cc).
+// (NCCL's src/graph/xml.cc ncclTopoGetXmlFromSys, src/graph/paths.cc).
 namespace kube_rdma {
 
 // NCCL's path types between a GPU and a NIC, closest first. NCCL has no NODE level: two host

@@ -37,11 +37,11 @@ struct KubeletView {
   int generation = 0;                  // restarts so far
 };
 
-// A kubelet device manager for tests, behaving as the kubelet does (reference/device-plugins.md
-// part b): serves Registration on <dir>/kubelet.sock, rejects unsupported versions and names
-// that are not extended resource names, dials <dir>/<endpoint>, calls GetDevicePluginOptions
-// first, then streams ListAndWatch; Allocate and GetPreferredAllocation send one container per
-// RPC; restart() wipes the directory's sockets and serves kubelet.sock again.
+// A kubelet device manager for tests, behaving as the kubelet does (docs/plugin.md and the
+// kubelet's device manager): serves Registration on <dir>/kubelet.sock, rejects unsupported
+// versions and names that are not extended resource names, dials <dir>/<endpoint>, calls
+// GetDevicePluginOptions first, then streams ListAndWatch; Allocate and GetPreferredAllocation send
+// one container per RPC; restart() wipes the directory's sockets and serves kubelet.sock again.
 class KubeletSimulator {
 public:
   explicit KubeletSimulator(std::string dir);
