@@ -22,6 +22,7 @@ TEST(WebhookFlags, DefaultsMatchTheDesign) {
   EXPECT_EQ(flags->listen.port, 8443);
   EXPECT_EQ(flags->policy_file, "");
   EXPECT_EQ(flags->metrics_address, "");
+  EXPECT_EQ(flags->kubeconfig, "");
   EXPECT_EQ(flags->log_format, LogFormat::kText);
   EXPECT_EQ(flags->max_connections, 1024u);
   EXPECT_EQ(flags->request_timeout, std::chrono::seconds(5));
@@ -33,7 +34,7 @@ TEST(WebhookFlags, ReadsEveryFlagInBothForms) {
   Result<WebhookFlags> flags = parseWebhookFlags(
       with({"--listen-address=[::1]:9443", "--policy", "/p.json", "--metrics-address", ":9090",
             "--log-format=json", "--shutdown-delay=0", "--max-connections=300", "--request-timeout",
-            "2"}));
+            "2", "--kubeconfig", "/etc/kube/config"}));
   ASSERT_TRUE(flags.ok()) << flags.error().message;
   EXPECT_EQ(flags->listen.host, "::1");
   EXPECT_EQ(flags->listen.port, 9443);
@@ -43,6 +44,7 @@ TEST(WebhookFlags, ReadsEveryFlagInBothForms) {
   EXPECT_EQ(flags->shutdown_delay.count(), 0);
   EXPECT_EQ(flags->max_connections, 300u);
   EXPECT_EQ(flags->request_timeout.count(), 2);
+  EXPECT_EQ(flags->kubeconfig, "/etc/kube/config");
 }
 
 TEST(WebhookFlags, DurationsTakeUnits) {

@@ -24,6 +24,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "test/apiserver/api_server_simulator.h"
 #include "test/webhook/admission_test_support.h"
 #include "test/webhook/test_certificates.h"
 
@@ -278,7 +279,7 @@ protected:
     dir_ =
         new fs::path(fs::temp_directory_path() / ("rdma-webhook-e2e-" + std::to_string(getpid())));
     fs::create_directories(*dir_);
-    ASSERT_EQ(makeTestCertificates(*dir_, {"serving-a", "serving-b"}), "");
+    ASSERT_EQ(makeTestCertificates(*dir_, {"serving-a", "serving-b", "apiserver"}), "");
   }
   static void TearDownTestSuite() {
     fs::remove_all(*dir_);
@@ -609,6 +610,40 @@ TEST_F(WebhookE2E, SigtermDrainsAnswersRequestsInFlightAndExitsCleanly) {
   EXPECT_EQ(review(*client(), "uid-draining"), "");
   EXPECT_EQ(process->wait(), 0);
   EXPECT_NE(process->log().find("stopped"), std::string::npos);
+}
+
+TEST_F(WebhookE2E, ReadsADraPodsClaimTemplateThroughItsKubeconfig) {
+  ApiServerSimulator api(SimulatorTls{(*dir_ / "apiserver.crt").string(),
+                                      (*dir_ / "apiserver.key").string(),
+                                      (*dir_ / "ca.crt").string()});
+  ASSERT_TRUE(api.start());
+  api.addToken("webhook-token", "system:serviceaccount:kube-rdma:rdma-webhook");
+  api.allow("system:serviceaccount:kube-rdma:rdma-webhook", "get", "resourceclaimtemplates");
+  const fs::path dra = fs::path(KUBE_RDMA_WEBHOOK_TESTDATA) / "dra";
+  api.put("resourceclaimtemplates", json::parse(readText(dra / "gpu-and-nic.template.json")));
+  std::ofstream(work_ / "kubeconfig")
+      << "apiVersion: v1\nkind: Config\n"
+      << "clusters:\n- name: sim\n  cluster:\n    server: " << api.url()
+      << "\n    certificate-authority: " << (*dir_ / "ca.crt").string() << "\n"
+      << "users:\n- name: webhook\n  user:\n    token: webhook-token\n"
+      << "contexts:\n- name: sim\n  context:\n    cluster: sim\n"
+      << "    user: webhook\ncurrent-context: sim\n";
+  auto webhook = start({"--kubeconfig", (work_ / "kubeconfig").string()});
+  json pod = json::parse(readText(dra / "trainer.pod.json"));
+  pod["spec"]["resourceClaims"].erase(1); // the template only: that is what this identity may read
+  pod["spec"]["containers"].erase(2);
+  auto res = client()->Post("/mutate", test_support::podCreateReview(pod, "uid-dra").dump(),
+                            "application/json");
+  ASSERT_TRUE(res) << webhook->log();
+  ASSERT_EQ(res->status, 200) << res->body;
+  const json reply = json::parse(res->body);
+  ASSERT_TRUE(reply["response"].contains("patch")) << res->body << webhook->log();
+  const json after =
+      pod.patch(json::parse(test_support::decodeBase64(reply["response"]["patch"]).value()));
+  const json& trainer = after["spec"]["containers"][0];
+  EXPECT_NE(trainer.dump().find("IPC_LOCK"), std::string::npos) << trainer.dump();
+  EXPECT_EQ(after["spec"]["containers"][1].dump().find("IPC_LOCK"), std::string::npos);
+  EXPECT_GE(api.requestCount(), 1u);
 }
 
 } // namespace
