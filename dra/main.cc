@@ -2,6 +2,7 @@
 #include <signal.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <ctime>
 #include <iostream>
 
@@ -59,6 +60,14 @@ int run(const DraFlags& flags, const sigset_t& signals, Logger& logger) {
   auto api = ApiClient::fromConfig(*api_config, {}, std::make_shared<RealClock>());
   if (!api) {
     logger.error("cannot configure the API client", {{"error", api.error().message}});
+    return 1;
+  }
+  // The runtime reads specs from the CDI directory but need not have made it.
+  std::error_code made;
+  std::filesystem::create_directories(flags.cdi_dir, made);
+  if (made) {
+    logger.error("cannot create the CDI directory",
+                 {{"dir", flags.cdi_dir}, {"error", made.message()}});
     return 1;
   }
   auto store = ClaimStore::open(flags.state_dir);
