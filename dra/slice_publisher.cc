@@ -41,6 +41,7 @@ SliceChanges planSliceChanges(const std::vector<nlohmann::ordered_json>& wanted,
   std::sort(sorted.begin(), sorted.end(),
             [](const json& a, const json& b) { return sliceName(a) < sliceName(b); });
   std::vector<json> wanted_plain;
+  wanted_plain.reserve(wanted.size());
   for (const nlohmann::ordered_json& slice : wanted) {
     wanted_plain.push_back(json::parse(slice.dump()));
   }
