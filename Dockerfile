@@ -1,4 +1,4 @@
-# kube-rdma: one image with rdma-device-plugin, rdma-webhook, rdmactl and the static
+# kube-rdma: one image with rdma-device-plugin, rdma-dra-driver, rdma-webhook, rdmactl and the static
 # kube-rdma-memlock-hook (which the DaemonSet's init container copies to the host), for manifests/.
 #   docker build -t <registry>/kube-rdma:0.1.0 .
 #   (cd manifests/overlays/cert-manager && kustomize edit set image kube-rdma=<registry>/kube-rdma:0.1.0)
@@ -30,7 +30,8 @@ RUN apt-get update -qq \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /out/usr/ /usr/
 # A library missing from the list above fails the image build here, not the pod at start.
-RUN if ldd /usr/bin/rdma-device-plugin /usr/bin/rdma-webhook /usr/bin/rdmactl | grep "not found"; \
+RUN if ldd /usr/bin/rdma-device-plugin /usr/bin/rdma-dra-driver /usr/bin/rdma-webhook /usr/bin/rdmactl \
+      | grep "not found"; \
     then exit 1; fi
 # Non-root by default, for rdma-webhook. The device plugin's DaemonSet sets runAsUser 0 (it
 # creates sockets in the kubelet's root-owned directories), with every capability dropped.

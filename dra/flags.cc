@@ -17,6 +17,9 @@ Result<DraFlags> parseDraFlags(const std::vector<std::string>& args,
                   "pools and NCCL options, the device plugin's format (JSON); default: every "
                   "InfiniBand and RoCE port but the management NIC's and VFs")
       ->type_name("FILE");
+  app->add_option("--kubeconfig", flags.kubeconfig,
+                  "how to reach the API server (default: the pod's service account)")
+      ->type_name("FILE");
   app->add_option("--sysfs-root", flags.sysfs_root, "sysfs to read")->type_name("DIR");
   app->add_option("--proc-root", flags.proc_root, "procfs to read")->type_name("DIR");
   app->add_option("--dev-root", flags.dev_root,

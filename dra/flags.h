@@ -12,6 +12,7 @@ namespace kube_rdma {
 struct DraFlags {
   std::string node_name; // required: --node-name or the NODE_NAME variable
   std::string config_path;
+  std::string kubeconfig; // empty: the pod's service account
   std::string sysfs_root = "/sys";
   std::string proc_root = "/proc";
   std::string dev_root = "/dev";

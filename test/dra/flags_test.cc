@@ -7,11 +7,17 @@ namespace {
 
 // Every field as text, in declaration order, so that one comparison checks them all.
 std::vector<std::string> fields(const DraFlags& f) {
-  return {f.node_name,   f.config_path,
-          f.sysfs_root,  f.proc_root,
-          f.dev_root,    f.plugin_registry_dir,
-          f.plugin_dir,  f.cdi_dir,
-          f.state_dir,   f.log_format == LogFormat::kJson ? "json" : "text",
+  return {f.node_name,
+          f.config_path,
+          f.kubeconfig,
+          f.sysfs_root,
+          f.proc_root,
+          f.dev_root,
+          f.plugin_registry_dir,
+          f.plugin_dir,
+          f.cdi_dir,
+          f.state_dir,
+          f.log_format == LogFormat::kJson ? "json" : "text",
           f.exit_message};
 }
 
@@ -19,22 +25,23 @@ TEST(DraFlags, DefaultsAreTheNodePathsAndTheNodeComesFromTheEnvironment) {
   auto flags = parseDraFlags({}, "gpu-node-1");
   ASSERT_TRUE(flags.ok()) << flags.error().message;
   EXPECT_EQ(fields(*flags),
-            (std::vector<std::string>{"gpu-node-1", "", "/sys", "/proc", "/dev",
+            (std::vector<std::string>{"gpu-node-1", "", "", "/sys", "/proc", "/dev",
                                       "/var/lib/kubelet/plugins_registry",
                                       "/var/lib/kubelet/plugins/rdma.kube-rdma.io", "/var/run/cdi",
                                       "/var/run/kube-rdma/dra", "text", ""}));
 }
 
 TEST(DraFlags, EveryFlagInBothSpellings) {
-  auto flags = parseDraFlags({"--node-name", "n2", "--config=/etc/kube-rdma/config.json",
-                              "--sysfs-root", "/host/sys", "--proc-root=/host/proc", "--dev-root",
-                              "/host/dev", "--plugin-registry-dir=/r", "--plugin-dir", "/p",
-                              "--cdi-dir=/c", "--state-dir", "/s", "--log-format=json"},
-                             "from-env");
+  auto flags =
+      parseDraFlags({"--node-name", "n2", "--config=/etc/kube-rdma/config.json", "--kubeconfig",
+                     "/etc/kube/config", "--sysfs-root", "/host/sys", "--proc-root=/host/proc",
+                     "--dev-root", "/host/dev", "--plugin-registry-dir=/r", "--plugin-dir", "/p",
+                     "--cdi-dir=/c", "--state-dir", "/s", "--log-format=json"},
+                    "from-env");
   ASSERT_TRUE(flags.ok()) << flags.error().message;
-  EXPECT_EQ(fields(*flags),
-            (std::vector<std::string>{"n2", "/etc/kube-rdma/config.json", "/host/sys", "/host/proc",
-                                      "/host/dev", "/r", "/p", "/c", "/s", "json", ""}));
+  EXPECT_EQ(fields(*flags), (std::vector<std::string>{
+                                "n2", "/etc/kube-rdma/config.json", "/etc/kube/config", "/host/sys",
+                                "/host/proc", "/host/dev", "/r", "/p", "/c", "/s", "json", ""}));
 }
 
 TEST(DraFlags, ANodeNameIsRequired) {

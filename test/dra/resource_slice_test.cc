@@ -142,7 +142,7 @@ NodeTopology manyHcas(size_t count) {
   for (size_t i = 0; i < count; ++i) {
     RdmaDevice d;
     d.name = "mlx5_" + std::to_string(i);
-    char bdf[16];
+    char bdf[40]; // room for any size_t, which GCC's -Wformat-truncation asks for
     std::snprintf(bdf, sizeof bdf, "0000:%02zx:%02zx.0", i / 32, i % 32);
     d.pci_address = bdf;
     d.uverbs = "uverbs" + std::to_string(i);

@@ -1,0 +1,149 @@
+// rdma-dra-driver: the node daemon of Dynamic Resource Allocation. Wiring only.
+#include <signal.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <ctime>
+#include <iostream>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/plugin_config.h"
+#include "common/sysfs_attributes.h"
+#include "common/sysfs_discovery.h"
+#include "dra/api_claim_reader.h"
+#include "dra/claim_preparer.h"
+#include "dra/claim_store.h"
+#include "dra/device_health.h"
+#include "dra/dra_server.h"
+#include "dra/flags.h"
+#include "dra/slice_publisher.h"
+#include "kubeclient/api_client.h"
+#include "kubeclient/kubeconfig.h"
+
+namespace kube_rdma {
+namespace {
+
+Result<PluginConfig> loadConfig(const std::string& path) {
+  if (path.empty()) {
+    return defaultPluginConfig();
+  }
+  auto text = readAttribute(path, kMaxConfigFileBytes);
+  if (!text) {
+    return makeError("cannot read config file: " + text.error().message);
+  }
+  auto config = parsePluginConfig(*text);
+  if (!config) {
+    return makeError(path + ": " + config.error().message);
+  }
+  return config;
+}
+
+Result<ApiConfig> loadApiConfig(const std::string& kubeconfig) {
+  if (!kubeconfig.empty()) {
+    return loadKubeconfig(kubeconfig);
+  }
+  return inClusterConfig("/", serviceEnvironmentFromProcess());
+}
+
+int run(const DraFlags& flags, const sigset_t& signals, Logger& logger) {
+  auto config = loadConfig(flags.config_path);
+  if (!config) {
+    logger.error("cannot load the configuration", {{"error", config.error().message}});
+    return 1;
+  }
+  auto api_config = loadApiConfig(flags.kubeconfig);
+  if (!api_config) {
+    logger.error("cannot configure the API client", {{"error", api_config.error().message}});
+    return 1;
+  }
+  auto api = ApiClient::fromConfig(*api_config, {}, std::make_shared<RealClock>());
+  if (!api) {
+    logger.error("cannot configure the API client", {{"error", api.error().message}});
+    return 1;
+  }
+  // The runtime reads specs from the CDI directory but need not have made it.
+  std::error_code made;
+  std::filesystem::create_directories(flags.cdi_dir, made);
+  if (made) {
+    logger.error("cannot create the CDI directory",
+                 {{"dir", flags.cdi_dir}, {"error", made.message()}});
+    return 1;
+  }
+  auto store = ClaimStore::open(flags.state_dir);
+  if (!store) {
+    logger.error("cannot open the claim checkpoint", {{"error", store.error().message}});
+    return 1;
+  }
+  const DiscoveryRoots roots{flags.sysfs_root, flags.proc_root};
+  NodeTopology topology = discoverFromSysfs(roots);
+  logger.info("discovered the node", {{"devices", std::to_string(topology.devices.size())}});
+
+  ApiClaimReader reader(**api);
+  ClaimPreparer preparer(reader, **store,
+                         PrepareContext{flags.node_name, flags.cdi_dir, flags.state_dir, *config},
+                         topology, logger);
+  RealClock clock;
+  DraHealthService health(flags.node_name, clock);
+  health.update(deviceHealth(topology, *config));
+  auto server = DraKubeletServer::start(flags.plugin_registry_dir, flags.plugin_dir, preparer,
+                                        health, logger);
+  if (!server) {
+    logger.error("cannot serve the kubelet", {{"error", server.error().message}});
+    return 1;
+  }
+  logger.info("serving the kubelet", {{"dra_socket", (*server)->draSocket()},
+                                      {"registration_socket", (*server)->registrationSocket()}});
+  SlicePublisher publisher(**api, flags.node_name, *config, logger);
+  publisher.start(topology);
+
+  // Rediscovery every second, between signals: port states reach the health stream, device
+  // changes the slices and the preparer.
+  const timespec period{1, 0};
+  while (true) {
+    const int received = sigtimedwait(&signals, nullptr, &period);
+    if (received > 0) {
+      logger.info("signal received, stopping", {{"signal", strsignal(received)}});
+      break;
+    }
+    NodeTopology now = discoverFromSysfs(roots);
+    if (now == topology) {
+      continue;
+    }
+    logger.info("the node changed", {{"devices", std::to_string(now.devices.size())}});
+    topology = std::move(now);
+    health.update(deviceHealth(topology, *config));
+    preparer.setTopology(topology);
+    publisher.set(topology);
+  }
+  publisher.stop();
+  return 0;
+}
+
+} // namespace
+} // namespace kube_rdma
+
+int main(int argc, char** argv) {
+  using namespace kube_rdma;
+  const char* node_name_env = std::getenv("NODE_NAME");
+  auto flags = parseDraFlags(std::vector<std::string>(argv + 1, argv + argc),
+                             node_name_env != nullptr ? node_name_env : "");
+  if (!flags) {
+    std::cerr << "rdma-dra-driver: " << flags.error().message << " (see --help)\n";
+    return 2;
+  }
+  if (!flags->exit_message.empty()) {
+    std::cout << flags->exit_message;
+    return 0;
+  }
+  // SIGTERM and SIGINT are taken by the main thread with sigtimedwait; block them before any
+  // other thread (gRPC's, the publisher's) exists so that none of those receives them.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+  Logger logger(std::cerr, flags->log_format);
+  return run(*flags, signals, logger);
+}

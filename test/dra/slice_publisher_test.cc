@@ -1,0 +1,162 @@
+// SlicePublisher: the plan (what to create, update and delete) on plain JSON, and the loop
+// against the API-server simulator over real TLS.
+#include "dra/slice_publisher.h"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "dra/resource_slice.h"
+#include "test/dra/dra_test_support.h"
+#include "test/dra/simulated_api.h"
+#include "test/webhook/eventually.h"
+
+namespace kube_rdma {
+namespace {
+
+using nlohmann::json;
+using nlohmann::ordered_json;
+
+std::vector<ordered_json> wantedSlices(const NodeTopology& topology) {
+  return resourceSlicesFor(topology, defaultPluginConfig(), {kTestNode, "node-uid"}, 0).slices;
+}
+
+// A slice as the API server lists it: the wanted one under `name` at `generation`.
+json listedSlice(const ordered_json& wanted, const std::string& name, int64_t generation) {
+  json slice = json::parse(wanted.dump());
+  slice["metadata"]["name"] = name;
+  slice["spec"]["pool"]["generation"] = generation;
+  return slice;
+}
+
+TEST(SliceChangesPlan, NothingListedCreatesEverySliceAboveTheLastGeneration) {
+  const std::vector<ordered_json> wanted = wantedSlices(discoverFixture("a100-roce"));
+  const SliceChanges changes = planSliceChanges(wanted, {}, 4);
+  ASSERT_EQ(changes.create.size(), 1u);
+  EXPECT_TRUE(changes.update.empty());
+  EXPECT_TRUE(changes.remove.empty());
+  EXPECT_EQ(changes.generation, 5);
+  EXPECT_EQ(changes.create[0]["spec"]["pool"]["generation"], 5);
+  EXPECT_EQ(changes.create[0]["metadata"]["generateName"], "gpu-node-1-rdma.kube-rdma.io-");
+}
+
+TEST(SliceChangesPlan, AnEqualSliceChangesNothingWhateverItsGeneration) {
+  const std::vector<ordered_json> wanted = wantedSlices(discoverFixture("a100-roce"));
+  const SliceChanges changes = planSliceChanges(wanted, {listedSlice(wanted[0], "s-1", 7)}, 2);
+  EXPECT_TRUE(changes.empty());
+  EXPECT_EQ(changes.generation, 7);
+}
+
+TEST(SliceChangesPlan, ChangedDevicesUpdateTheSliceAtAHigherGeneration) {
+  NodeTopology topology = discoverFixture("a100-roce");
+  const std::vector<ordered_json> before = wantedSlices(topology);
+  topology.devices.pop_back();
+  const SliceChanges changes =
+      planSliceChanges(wantedSlices(topology), {listedSlice(before[0], "s-1", 3)}, 3);
+  ASSERT_EQ(changes.update.size(), 1u);
+  EXPECT_EQ(changes.update[0]["metadata"]["name"], "s-1");
+  EXPECT_EQ(changes.update[0]["spec"]["pool"]["generation"], 4);
+  EXPECT_EQ(changes.update[0]["spec"]["devices"].size(), before[0]["spec"]["devices"].size() - 1);
+}
+
+TEST(SliceChangesPlan, DuplicatesAreDeletedKeepingTheFirstByName) {
+  const std::vector<ordered_json> wanted = wantedSlices(discoverFixture("a100-roce"));
+  const SliceChanges changes = planSliceChanges(
+      wanted, {listedSlice(wanted[0], "s-b", 2), listedSlice(wanted[0], "s-a", 2)}, 0);
+  EXPECT_TRUE(changes.create.empty());
+  EXPECT_TRUE(changes.update.empty());
+  EXPECT_EQ(changes.remove, std::vector<std::string>{"s-b"});
+  EXPECT_EQ(changes.generation, 2);
+}
+
+class SlicePublisherTest : public testing::Test {
+protected:
+  void SetUp() override {
+    ASSERT_EQ(api_.start(), "");
+    api_.simulator().put(
+        "nodes", {{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", kTestNode}}}});
+    // Another node's slice of the same driver: never touched.
+    api_.simulator().put("resourceslices", [] {
+      json other = json::parse(wantedSlices(NodeTopology{})[0].dump());
+      other["metadata"] = {{"name", "other-node-slice"}};
+      other["spec"]["nodeName"] = "other-node";
+      other["spec"]["pool"]["name"] = "other-node";
+      return other;
+    }());
+  }
+
+  // The node's slices in the simulator.
+  std::vector<json> nodeSlices() {
+    ApiResult<ObjectList> listed = api_.api().list("/apis/resource.k8s.io/v1/resourceslices",
+                                                   {"", std::string("spec.nodeName=") + kTestNode});
+    return listed.ok() ? listed->items : std::vector<json>{};
+  }
+
+  bool publishedExactly(size_t devices, int64_t min_generation) {
+    const std::vector<json> slices = nodeSlices();
+    return slices.size() == 1 && slices[0]["spec"]["devices"].size() == devices &&
+           slices[0]["spec"]["pool"]["generation"].get<int64_t>() >= min_generation;
+  }
+
+  SimulatedApi api_;
+  NodeTopology topology_ = discoverFixture("a100-roce");
+  std::ostringstream log_;
+  Logger logger_{log_};
+  SlicePublisherOptions fast_{std::chrono::milliseconds(50),
+                              {std::chrono::milliseconds(10), std::chrono::milliseconds(100), 2}};
+};
+
+TEST_F(SlicePublisherTest, PublishesTheNodesSliceOwnedByTheNode) {
+  SlicePublisher publisher(api_.api(), kTestNode, defaultPluginConfig(), logger_, fast_);
+  publisher.start(topology_);
+  ASSERT_TRUE(eventually([&] { return publishedExactly(8, 1); })) << log_.str();
+  const json slice = nodeSlices()[0];
+  const json node = *api_.simulator().object("nodes", "", kTestNode);
+  EXPECT_EQ(slice["metadata"]["ownerReferences"][0]["uid"], node["metadata"]["uid"]);
+  EXPECT_EQ(slice["spec"]["driver"], kDraDriverName);
+  EXPECT_TRUE(api_.simulator().object("resourceslices", "", "other-node-slice").has_value());
+}
+
+TEST_F(SlicePublisherTest, ASliceSomeoneDeletedComesBackAtAHigherGeneration) {
+  SlicePublisher publisher(api_.api(), kTestNode, defaultPluginConfig(), logger_, fast_);
+  publisher.start(topology_);
+  ASSERT_TRUE(eventually([&] { return publishedExactly(8, 1); })) << log_.str();
+  const std::string name = nodeSlices()[0]["metadata"]["name"];
+  ASSERT_TRUE(api_.simulator().remove("resourceslices", "", name));
+  ASSERT_TRUE(eventually([&] { return publishedExactly(8, 2); })) << log_.str();
+}
+
+TEST_F(SlicePublisherTest, AChangedTopologyRaisesTheGeneration) {
+  SlicePublisher publisher(api_.api(), kTestNode, defaultPluginConfig(), logger_, fast_);
+  publisher.start(topology_);
+  ASSERT_TRUE(eventually([&] { return publishedExactly(8, 1); })) << log_.str();
+  const std::string name = nodeSlices()[0]["metadata"]["name"];
+  NodeTopology smaller = topology_;
+  smaller.devices.pop_back();
+  publisher.set(smaller);
+  ASSERT_TRUE(eventually([&] { return publishedExactly(7, 2); })) << log_.str();
+  EXPECT_EQ(nodeSlices()[0]["metadata"]["name"], name); // updated, not replaced
+}
+
+TEST_F(SlicePublisherTest, DuplicateSlicesAreCleanedUp) {
+  const json stale = listedSlice(wantedSlices(topology_)[0], "gpu-node-1-stale", 1);
+  api_.simulator().put("resourceslices", stale);
+  json duplicate = stale;
+  duplicate["metadata"]["name"] = "gpu-node-1-zz-duplicate";
+  api_.simulator().put("resourceslices", duplicate);
+  SlicePublisher publisher(api_.api(), kTestNode, defaultPluginConfig(), logger_, fast_);
+  publisher.start(topology_);
+  ASSERT_TRUE(eventually([&] { return nodeSlices().size() == 1; })) << log_.str();
+  EXPECT_EQ(nodeSlices()[0]["metadata"]["name"], "gpu-node-1-stale");
+}
+
+TEST_F(SlicePublisherTest, ServerErrorsAreRetried) {
+  api_.simulator().failNext(5, 500);
+  SlicePublisher publisher(api_.api(), kTestNode, defaultPluginConfig(), logger_, fast_);
+  publisher.start(topology_);
+  ASSERT_TRUE(eventually([&] { return publishedExactly(8, 1); })) << log_.str();
+  EXPECT_NE(log_.str().find("retrying"), std::string::npos);
+}
+
+} // namespace
+} // namespace kube_rdma
