@@ -11,22 +11,34 @@
 # Benchmarks are not run here: they use optimised builds (BENCHMARKS.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Each stage's wall time, so a run that nears CI's budget shows where the time went.
+stage_start=$SECONDS
+stage_done() {
+  echo "test.sh: $1 took $((SECONDS - stage_start)) s (total $SECONDS s)" >&2
+  stage_start=$SECONDS
+}
 scripts/setup.sh --tests
+stage_done setup
 source scripts/sanitizer-env.sh
 
 build_dir=${BUILD_DIR:-build-test}
 CC=clang CXX=clang++ BUILD_DIR="$build_dir" scripts/build.sh -DCMAKE_BUILD_TYPE=Debug \
   "-DCMAKE_CXX_FLAGS_DEBUG=-O0 -gline-tables-only" "-DCMAKE_C_FLAGS_DEBUG=-O0 -gline-tables-only" \
   -DKUBE_RDMA_SANITIZE=address -DKUBE_RDMA_FUZZ=ON
+stage_done "ASan+UBSan build"
 ctest --test-dir "$build_dir" --output-on-failure -j "${JOBS:-2}" --timeout 600
+stage_done "ASan+UBSan tests"
 
 fuzz_seconds=${FUZZ_SECONDS:-5}
 if [[ "$fuzz_seconds" != 0 ]]; then
   FUZZ_BUILD_DIR="$build_dir" scripts/fuzz.sh "$fuzz_seconds"
+  stage_done fuzzing
 fi
 if [[ "${TSAN:-1}" != 0 ]]; then
   scripts/tsan.sh
+  stage_done "TSan build and tests"
   if [[ "${TSAN_GRPC:-1}" != 0 ]]; then
     scripts/tsan-grpc.sh
+    stage_done "TSan gRPC libraries and tests"
   fi
 fi
