@@ -27,7 +27,8 @@ runtime_packages=(podman runc busybox-static)
 # The Prometheus project's text-format parser, which reads the plugin's /metrics in a test.
 scrape_packages=(python3-prometheus-client)
 # llvm-symbolizer: sanitizer reports with function names, which the TSan suppressions match on.
-test_packages=(llvm "${vm_packages[@]}" "${runtime_packages[@]}" "${scrape_packages[@]}")
+# lld: the test builds link with it (a third of GNU ld's time for the sanitizer builds' tests).
+test_packages=(llvm lld "${vm_packages[@]}" "${runtime_packages[@]}" "${scrape_packages[@]}")
 with_node=
 case "${1:-}" in
   "") ;;

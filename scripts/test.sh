@@ -24,7 +24,8 @@ source scripts/sanitizer-env.sh
 build_dir=${BUILD_DIR:-build-test}
 CC=clang CXX=clang++ BUILD_DIR="$build_dir" scripts/build.sh -DCMAKE_BUILD_TYPE=Debug \
   "-DCMAKE_CXX_FLAGS_DEBUG=-O0 -gline-tables-only" "-DCMAKE_C_FLAGS_DEBUG=-O0 -gline-tables-only" \
-  -DKUBE_RDMA_SANITIZE=address -DKUBE_RDMA_FUZZ=ON
+  -DKUBE_RDMA_SANITIZE=address -DKUBE_RDMA_FUZZ=ON \
+  -DCMAKE_EXE_LINKER_FLAGS=-fuse-ld=lld -DCMAKE_SHARED_LINKER_FLAGS=-fuse-ld=lld
 stage_done "ASan+UBSan build"
 ctest --test-dir "$build_dir" --output-on-failure -j "${JOBS:-2}" --timeout 600
 stage_done "ASan+UBSan tests"

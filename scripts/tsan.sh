@@ -21,7 +21,8 @@ build_dir=${TSAN_BUILD_DIR:-build-tsan}
 if [[ ! -f "$build_dir/build.ninja" ]]; then
   CC=clang CXX=clang++ cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
     "-DCMAKE_CXX_FLAGS_DEBUG=-O0 -gline-tables-only" "-DCMAKE_C_FLAGS_DEBUG=-O0 -gline-tables-only" \
-    -DKUBE_RDMA_SANITIZE=thread -DKUBE_RDMA_WERROR=ON >/dev/null
+    -DKUBE_RDMA_SANITIZE=thread -DKUBE_RDMA_WERROR=ON \
+    -DCMAKE_EXE_LINKER_FLAGS=-fuse-ld=lld -DCMAKE_SHARED_LINKER_FLAGS=-fuse-ld=lld >/dev/null
 fi
 cmake --build "$build_dir" -j "${JOBS:-2}" --target fixtures common_tests webhook_tests rdma-webhook \
   plugin_tests kubeclient_tests
