@@ -10,13 +10,24 @@
 //     fields, enums, formats), @kubernetes-models/cert-manager for cert-manager's CRDs;
 //   - @kubernetes/client-node's generated models: the field names the OpenAPI defines, to refuse
 //     unknown fields as `kubectl apply` (server-side strict field validation) does;
-//   - @bufbuild/cel, Buf's CEL implementation, for the matchConditions.
+//   - @bufbuild/cel, Buf's CEL implementation, for the matchConditions, the DeviceClass
+//     selectors and the ValidatingAdmissionPolicy.
 // Besides, every name an object refers to (ConfigMap, Secret, ServiceAccount, Service and its
-// ports, Issuer, the CA injection source) must exist in the same render.
+// ports, Issuer, the CA injection source, ClusterRole, the policy of a policy binding) must
+// exist in the same render.
 //
-// With --plugin, --webhook and --fixtures, it also starts the built rdma-device-plugin (on a
-// fixture node) and rdma-webhook exactly as each rendered DaemonSet and Deployment starts them,
-// and checks that their probes pass and that they stop cleanly on SIGTERM.
+// Dynamic Resource Allocation (components/dra): each DeviceClass selector is evaluated against
+// the devices of the slice rdma-dra-driver publishes for the A100 fixture (--slice, kept equal to
+// the driver's output by test/dra) and variants of them, and must select exactly the expected
+// ports; the slice policy is put to the driver's own requests and to those it must not make; the
+// DRA DaemonSet installs the memlock hook as the device plugin's does; the claims of
+// examples/dra name classes, requests and claims that exist.
+//
+// With --plugin, --webhook, --dra and --fixtures, it also starts the built rdma-device-plugin
+// (on a fixture node) and rdma-webhook exactly as each rendered DaemonSet and Deployment starts
+// them, and checks that their probes pass and that they stop cleanly on SIGTERM. rdma-dra-driver
+// needs an API server, which this test has not: started as manifested, it must accept its
+// arguments and config and stop at the API client's in-cluster configuration.
 //
 // The device plugin's discovery backend: every render passes one --discovery; with sysfs the
 // container is not privileged; with verbs (components/verbs-discovery) its arguments,
@@ -25,7 +36,7 @@
 // fixture node, so that workload runs in the soft-RoCE VM rather than here.
 //
 // Usage: node validate.mjs --manifests DIR --examples DIR --cases FILE --verbs-pod FILE
-//                          [--plugin BIN --webhook BIN --fixtures DIR]
+//                          --slice FILE [--plugin BIN --webhook BIN --dra BIN --fixtures DIR]
 import { execFileSync, spawn } from "node:child_process";
 import {
   existsSync,
@@ -58,8 +69,10 @@ function parseArgs(argv) {
     "cases",
     "sent-prefix",
     "verbs-pod",
+    "slice",
     "plugin",
     "webhook",
+    "dra",
     "fixtures",
   ];
   for (let i = 0; i < argv.length; i += 2) {
@@ -67,17 +80,18 @@ function parseArgs(argv) {
     if (!known.includes(key) || argv[i + 1] === undefined) {
       throw new Error(
         `usage: validate.mjs --manifests DIR --examples DIR --cases FILE --sent-prefix PREFIX ` +
-          `--verbs-pod FILE [--plugin BIN --webhook BIN --fixtures DIR] (got ${argv[i]})`,
+          `--verbs-pod FILE --slice FILE [--plugin BIN --webhook BIN --dra BIN --fixtures DIR] ` +
+          `(got ${argv[i]})`,
       );
     }
     args[key] = key === "sent-prefix" ? argv[i + 1] : resolve(argv[i + 1]);
   }
-  for (const key of ["manifests", "examples", "cases", "sent-prefix", "verbs-pod"]) {
+  for (const key of ["manifests", "examples", "cases", "sent-prefix", "verbs-pod", "slice"]) {
     if (!args[key]) throw new Error(`missing --${key}`);
   }
-  const programs = ["plugin", "webhook", "fixtures"].filter((k) => args[k]);
-  if (programs.length !== 0 && programs.length !== 3)
-    throw new Error("--plugin, --webhook and --fixtures go together");
+  const programs = ["plugin", "webhook", "dra", "fixtures"].filter((k) => args[k]);
+  if (programs.length !== 0 && programs.length !== 4)
+    throw new Error("--plugin, --webhook, --dra and --fixtures go together");
   return args;
 }
 
@@ -241,9 +255,14 @@ function unknownFields(value, typeName, path, out) {
   }
 }
 
+// client-node's model name: V1Kind, or with the group's first word in front where two groups
+// have a kind of that name (resource.k8s.io's ResourceClaim is ResourceV1ResourceClaim).
 function strictTypeName(apiVersion, kind) {
-  const version = apiVersion.split("/").pop();
-  return `${version[0].toUpperCase()}${version.slice(1)}${kind}`;
+  const [group, version] = apiVersion.includes("/") ? apiVersion.split("/") : ["", apiVersion];
+  const capital = (word) => `${word[0].toUpperCase()}${word.slice(1)}`;
+  const plain = `${capital(version)}${kind}`;
+  const qualified = `${capital(group ? group.split(".")[0] : "core")}${plain}`;
+  return typeof clientModels[qualified]?.getAttributeTypeMap === "function" ? qualified : plain;
 }
 
 async function validateObject(obj) {
@@ -395,6 +414,19 @@ function referenceProblems(objects) {
     }
   }
 
+  for (const b of objects.filter((o) => o.kind === "ClusterRoleBinding")) {
+    if (b.roleRef?.kind === "ClusterRole" && !named("ClusterRole").has(b.roleRef.name))
+      problems.push(`${idOf(b)}: no ClusterRole ${b.roleRef.name}`);
+    for (const s of (b.subjects ?? []).filter((x) => x.kind === "ServiceAccount")) {
+      if (!named("ServiceAccount", s.namespace).has(s.name))
+        problems.push(`${idOf(b)}: no ServiceAccount ${s.namespace}/${s.name}`);
+    }
+  }
+  for (const b of objects.filter((o) => o.kind === "ValidatingAdmissionPolicyBinding")) {
+    if (!named("ValidatingAdmissionPolicy").has(b.spec?.policyName))
+      problems.push(`${idOf(b)}: no ValidatingAdmissionPolicy ${b.spec?.policyName}`);
+  }
+
   for (const c of certificates) {
     const issuer = c.spec?.issuerRef;
     if (issuer?.kind === "Issuer" && !named("Issuer", c.metadata?.namespace).has(issuer.name))
@@ -470,13 +502,16 @@ function sentPrefixProblems(conditions, prefix) {
   );
   if (literals.length === 0) problems.push("no startsWith() in the matchConditions");
   for (const literal of literals) {
-    if (literal !== prefix) problems.push(`startsWith('${literal}'), the webhook's copy is '${prefix}'`);
+    if (literal !== prefix)
+      problems.push(`startsWith('${literal}'), the webhook's copy is '${prefix}'`);
   }
   const pod = (resource) => ({
     apiVersion: "v1",
     kind: "Pod",
     metadata: { name: "prefix-probe" },
-    spec: { containers: [{ name: "c", image: "busybox", resources: { limits: { [resource]: "1" } } }] },
+    spec: {
+      containers: [{ name: "c", image: "busybox", resources: { limits: { [resource]: "1" } } }],
+    },
   });
   for (const [resource, expected] of [
     [`${prefix}any-pool`, true],
@@ -486,6 +521,309 @@ function sentPrefixProblems(conditions, prefix) {
     problems.push(...errors);
     if (errors.length === 0 && send !== expected)
       problems.push(`a pod asking for ${resource} is ${send ? "" : "not "}sent`);
+  }
+  return problems;
+}
+
+// ---- Dynamic Resource Allocation ------------------------------------------------------------
+
+const draCommand = "/usr/bin/rdma-dra-driver";
+const draDaemonSet = (objects) =>
+  objects.find(
+    (o) =>
+      o.kind === "DaemonSet" &&
+      o.spec?.template?.spec?.containers?.[0]?.command?.[0] === draCommand,
+  );
+const pluginDaemonSet = (objects) =>
+  objects.find(
+    (o) =>
+      o.kind === "DaemonSet" &&
+      o.spec?.template?.spec?.containers?.[0]?.command?.[0] === pluginCommand,
+  );
+
+// The `device` a DeviceClass selector sees, as the scheduler binds it: the driver, and the
+// attributes by domain (a bare name is in the driver's domain) with each value taken out of its
+// one-of, ints as CEL ints.
+function celDevice(driver, device) {
+  const attributes = {};
+  for (const [name, typed] of Object.entries(device.attributes ?? {})) {
+    const slash = name.lastIndexOf("/");
+    const domain = slash < 0 ? driver : name.slice(0, slash);
+    const [type, value] = Object.entries(typed)[0];
+    if (!["int", "string", "bool"].includes(type))
+      throw new Error(
+        `${device.name}: attribute ${name}: ${type} values are not handled by this test`,
+      );
+    attributes[domain] ??= {};
+    attributes[domain][name.slice(slash + 1)] = type === "int" ? BigInt(value) : value;
+  }
+  return { driver, attributes, capacity: {} };
+}
+
+// The ports of the slice rdma-dra-driver publishes for the A100 fixture (all ACTIVE RoCE), and
+// variants of its first port that the fixture lacks, so that every clause of a selector counts.
+const a100Ports = [13, 23, 33, 43, 93, "a3", "b3", "c3"].map((bus) => `pci-0000-${bus}-00-0-p1`);
+const expectedSelections = {
+  "rdma.kube-rdma.io": [...a100Ports, "variant-ib-active"],
+  "roce.rdma.kube-rdma.io": a100Ports,
+  "ib.rdma.kube-rdma.io": ["variant-ib-active"],
+};
+
+function selectorDevices(slice) {
+  const driver = slice.spec.driver;
+  const first = slice.spec.devices[0];
+  const variant = (name, changes) => ({ name, attributes: { ...first.attributes, ...changes } });
+  return [
+    ...slice.spec.devices.map((device) => ({ driver, device })),
+    { driver, device: variant("variant-ib-active", { linkLayer: { string: "InfiniBand" } }) },
+    { driver, device: variant("variant-roce-down", { state: { string: "DOWN" } }) },
+    {
+      driver,
+      device: variant("variant-ib-init", {
+        linkLayer: { string: "InfiniBand" },
+        state: { string: "INIT" },
+      }),
+    },
+    // The same attributes from another driver: its domain is not ours.
+    { driver: "gpu.nvidia.com", device: variant("variant-other-driver", {}) },
+  ];
+}
+
+// The devices a DeviceClass selects: all its selectors true. An evaluation error (a missing
+// attribute read without a guard) is a problem, whatever the scheduler would make of it.
+function selectedBy(deviceClass, devices) {
+  const problems = [];
+  const selected = [];
+  for (const { driver, device } of devices) {
+    const bindings = { device: celDevice(driver, device) };
+    let all = true;
+    for (const [i, s] of (deviceClass.spec?.selectors ?? []).entries()) {
+      const value = runCel(s.cel?.expression ?? "", bindings);
+      if (isCelError(value) || typeof value !== "boolean") {
+        problems.push(
+          `selectors[${i}] on ${device.name}: ` +
+            (isCelError(value) ? value.message : `not a bool: ${value}`),
+        );
+        all = false;
+      } else if (!value) {
+        all = false;
+      }
+    }
+    if (all) selected.push(device.name);
+  }
+  return { selected, problems };
+}
+
+function deviceClassChecks(label, objects, slice) {
+  const classes = objects.filter((o) => o.kind === "DeviceClass");
+  const devices = selectorDevices(slice);
+  const missing = Object.keys(expectedSelections).filter(
+    (name) => !classes.some((c) => c.metadata?.name === name),
+  );
+  check(
+    `${label}: the DeviceClasses ${Object.keys(expectedSelections).join(", ")}`,
+    missing.map((name) => `no DeviceClass ${name}`),
+  );
+  for (const c of classes) {
+    const { selected, problems } = selectedBy(c, devices);
+    const expected = expectedSelections[c.metadata.name];
+    if (!expected) problems.push("no expectation for this class in the test");
+    else if (canonical([...selected].sort()) !== canonical([...expected].sort()))
+      problems.push(`selects [${selected.join(", ")}], expected [${expected.join(", ")}]`);
+    const ports = selected.filter((n) => a100Ports.includes(n)).length;
+    const variants = (expected ?? []).filter((n) => !a100Ports.includes(n));
+    check(
+      `${label}: DeviceClass ${c.metadata.name} selects ${ports} of the A100 slice's ` +
+        `${a100Ports.length} ports and the variants [${variants.join(", ")}]`,
+      problems,
+    );
+  }
+}
+
+// A ValidatingAdmissionPolicy's verdict on one request: "not matched" (a matchCondition false),
+// "allowed" or "denied: <message>". Variables are evaluated in order, as the API server makes
+// them visible; an evaluation error is reported, not taken for a verdict.
+function policyVerdict(policy, bindings) {
+  const errors = [];
+  const evaluate = (what, expression, vars) => {
+    const value = runCel(expression, { ...bindings, variables: vars });
+    if (isCelError(value)) errors.push(`${what}: ${value.message}`);
+    return isCelError(value) ? undefined : value;
+  };
+  for (const c of policy.spec?.matchConditions ?? []) {
+    if (evaluate(`matchCondition ${c.name}`, c.expression, {}) === false)
+      return { verdict: "not matched", errors };
+  }
+  const vars = {};
+  for (const v of policy.spec?.variables ?? [])
+    vars[v.name] = evaluate(`variable ${v.name}`, v.expression, vars);
+  for (const [i, v] of (policy.spec?.validations ?? []).entries()) {
+    if (evaluate(`validations[${i}]`, v.expression, vars) === true) continue;
+    const message = v.messageExpression
+      ? evaluate(`validations[${i}].messageExpression`, v.messageExpression, vars)
+      : v.message;
+    if (typeof message !== "string") errors.push(`validations[${i}]: no message`);
+    return { verdict: `denied: ${message}`, errors };
+  }
+  return { verdict: "allowed", errors };
+}
+
+// The policy that keeps a node's driver to its own node's slices, put to the requests the driver
+// makes (the fixture slice on its node) and to those it must not make.
+function slicePolicyChecks(label, objects, slice) {
+  const ds = draDaemonSet(objects);
+  const policies = objects.filter((o) => o.kind === "ValidatingAdmissionPolicy");
+  const policy = policies.find((p) =>
+    (p.spec?.matchConstraints?.resourceRules ?? []).some((r) =>
+      r.resources?.includes("resourceslices"),
+    ),
+  );
+  if (!policy || !ds) {
+    check(`${label}: a ValidatingAdmissionPolicy on resourceslices`, ["none in this render"]);
+    return;
+  }
+  const binding = objects.find(
+    (o) =>
+      o.kind === "ValidatingAdmissionPolicyBinding" && o.spec?.policyName === policy.metadata.name,
+  );
+  const node = slice.spec.nodeName;
+  const pod = ds.spec.template.spec;
+  const account = `system:serviceaccount:${ds.metadata.namespace}:${pod.serviceAccountName}`;
+  const driverOn = (n) => ({
+    username: account,
+    extra: { "authentication.kubernetes.io/node-name": [n] },
+  });
+  const withSpec = (changes) => ({ ...slice, spec: { ...slice.spec, ...changes } });
+  const otherNode = withSpec({
+    nodeName: "gpu-node-2",
+    pool: { ...slice.spec.pool, name: "gpu-node-2" },
+  });
+  const specWithoutNode = { ...slice.spec };
+  delete specWithoutNode.nodeName;
+  const allNodes = { ...slice, spec: { ...specWithoutNode, allNodes: true } };
+  const otherDriver = withSpec({ driver: "gpu.nvidia.com" });
+  // [what the driver on the slice's node does, operation, new slice, old slice, verdict]
+  const byDriver = [
+    ["creates its node's slice", "CREATE", slice, null, "allowed"],
+    ["updates its node's slice", "UPDATE", slice, slice, "allowed"],
+    ["deletes its node's slice", "DELETE", null, slice, "allowed"],
+    ["creates another node's slice", "CREATE", otherNode, null, "denied"],
+    ["deletes another node's slice", "DELETE", null, otherNode, "denied"],
+    ["moves another node's slice to its own", "UPDATE", slice, otherNode, "denied"],
+    ["moves its slice to another node", "UPDATE", otherNode, slice, "denied"],
+    ["writes another driver's slice on its node", "CREATE", otherDriver, null, "denied"],
+    ["creates a slice for all nodes", "CREATE", allNodes, null, "denied"],
+  ];
+  const kubelet = {
+    username: "system:node:gpu-node-2",
+    extra: { "authentication.kubernetes.io/node-name": ["gpu-node-2"] },
+  };
+  const cases = [
+    ...byDriver.map(([what, ...rest]) => [`the driver ${what}`, driverOn(node), ...rest]),
+    [
+      "its account without a node-bound token",
+      { username: account },
+      "CREATE",
+      slice,
+      null,
+      "denied",
+    ],
+    ["another node's kubelet deletes the slice", kubelet, "DELETE", null, slice, "not matched"],
+  ];
+  const problems = [];
+  if (!binding) problems.push(`no ValidatingAdmissionPolicyBinding for ${policy.metadata.name}`);
+  else if (!(binding.spec.validationActions ?? []).includes("Deny"))
+    problems.push(`${idOf(binding)}: validationActions without Deny only report`);
+  if (policy.spec.failurePolicy !== "Fail") problems.push("failurePolicy is not Fail");
+  for (const [what, userInfo, operation, object, oldObject, expected] of cases) {
+    const request = {
+      operation,
+      userInfo,
+      resource: { group: "resource.k8s.io", version: "v1", resource: "resourceslices" },
+    };
+    const { verdict, errors } = policyVerdict(policy, { request, object, oldObject, params: null });
+    problems.push(...errors.map((e) => `${what}: ${e}`));
+    if (errors.length === 0 && !verdict.startsWith(expected))
+      problems.push(`${what}: ${verdict}, expected ${expected}`);
+  }
+  check(
+    `${label}: ValidatingAdmissionPolicy ${policy.metadata.name}: ${account} writes only node ` +
+      `${node}'s ${slice.spec.driver} slices (${cases.length} requests)`,
+    problems,
+  );
+}
+
+// The DRA DaemonSet installs the memlock hook exactly as the device plugin's does.
+function memlockInstallerProblems(dra, plugin) {
+  const installer = (ds) => {
+    const spec = ds.spec.template.spec;
+    const init = spec.initContainers ?? [];
+    const names = new Set(init.flatMap((c) => (c.volumeMounts ?? []).map((m) => m.name)));
+    return { init, volumes: (spec.volumes ?? []).filter((v) => names.has(v.name)) };
+  };
+  const [a, b] = [installer(dra), installer(plugin)];
+  const problems = [];
+  if (b.init.length === 0) problems.push("the device plugin's DaemonSet has no init container");
+  if (canonical(a.init) !== canonical(b.init)) problems.push("the init containers differ");
+  if (canonical(a.volumes) !== canonical(b.volumes))
+    problems.push("the init containers' volumes differ");
+  return problems;
+}
+
+// The claims of examples/dra: every request's class of this driver exists, every constraint
+// names requests of its own claim, every pod's claims exist beside it.
+function exampleClaimProblems(objects, deviceClasses) {
+  const problems = [];
+  const claimSpecs = objects.flatMap((o) =>
+    o.kind === "ResourceClaim"
+      ? [[o, o.spec]]
+      : o.kind === "ResourceClaimTemplate"
+        ? [[o, o.spec?.spec]]
+        : [],
+  );
+  for (const [o, spec] of claimSpecs) {
+    const requests = spec?.devices?.requests ?? [];
+    const names = new Set(requests.map((r) => r.name));
+    for (const r of requests) {
+      const cls = r.exactly?.deviceClassName;
+      if (cls?.endsWith("rdma.kube-rdma.io") && !deviceClasses.has(cls))
+        problems.push(`${idOf(o)}: request ${r.name}: no DeviceClass ${cls} in the DRA manifests`);
+    }
+    for (const c of spec?.devices?.constraints ?? []) {
+      for (const r of c.requests ?? []) {
+        if (!names.has(r))
+          problems.push(`${idOf(o)}: a constraint names request ${r}, which the claim lacks`);
+      }
+    }
+  }
+  for (const obj of objects) {
+    for (const { where, pod } of podsOf(obj)) {
+      const ns = pod.metadata.namespace;
+      const declared = new Set((pod.spec?.resourceClaims ?? []).map((c) => c.name));
+      for (const c of pod.spec?.resourceClaims ?? []) {
+        const [kind, name] = c.resourceClaimName
+          ? ["ResourceClaim", c.resourceClaimName]
+          : ["ResourceClaimTemplate", c.resourceClaimTemplateName];
+        if (
+          !objects.some(
+            (o) =>
+              o.kind === kind &&
+              o.metadata?.name === name &&
+              (o.metadata?.namespace ?? "default") === ns,
+          )
+        )
+          problems.push(`${idOf(obj)}${where}: no ${kind} ${ns}/${name} beside it`);
+      }
+      for (const c of [...(pod.spec?.containers ?? []), ...(pod.spec?.initContainers ?? [])]) {
+        for (const claim of c.resources?.claims ?? []) {
+          if (!declared.has(claim.name))
+            problems.push(
+              `${idOf(obj)}${where}: container ${c.name} uses claim ${claim.name}, ` +
+                "not in spec.resourceClaims",
+            );
+        }
+      }
+    }
   }
   return problems;
 }
@@ -513,7 +851,9 @@ function pluginLaunch(daemonSet) {
       const v = (pod.volumes ?? []).find((x) => x.name === m.name) ?? {};
       const source = v.hostPath
         ? { hostPath: v.hostPath.path }
-        : { configMap: v.configMap?.name ?? `(volume ${m.name} is neither hostPath nor configMap)` };
+        : {
+            configMap: v.configMap?.name ?? `(volume ${m.name} is neither hostPath nor configMap)`,
+          };
       return { mountPath: m.mountPath, ...source, readOnly: m.readOnly ?? false };
     }),
   };
@@ -590,7 +930,19 @@ async function untilTrue(fn, deadlineMs, stop) {
 // mapped to local directories, ports to free local ports), waits for its liveness and readiness
 // probes to pass (and, with --nfd-features-file, for the labels file in its mount), then sends
 // SIGTERM and expects a clean exit within the pod's grace period.
-async function runAsManifested(workload, objects, programs, fixture, scratch, whileReady) {
+//
+// With expectedStop ({code, output, why}), the program cannot run to the end here: it gets the
+// container's environment without the API server's address, and must exit with that code and
+// output on its own.
+async function runAsManifested(
+  workload,
+  objects,
+  programs,
+  fixture,
+  scratch,
+  whileReady,
+  expectedStop,
+) {
   const problems = [];
   const pod = workload.spec.template.spec;
   const c = pod.containers[0];
@@ -656,7 +1008,12 @@ async function runAsManifested(workload, objects, programs, fixture, scratch, wh
     return m[1] + value;
   });
 
-  const child = spawn(program, args, { stdio: ["ignore", "pipe", "pipe"] });
+  const childEnv = { ...process.env, ...vars };
+  if (expectedStop) {
+    delete childEnv.KUBERNETES_SERVICE_HOST;
+    delete childEnv.KUBERNETES_SERVICE_PORT;
+  }
+  const child = spawn(program, args, { stdio: ["ignore", "pipe", "pipe"], env: childEnv });
   let output = "";
   child.stdout.on("data", (d) => (output += d));
   child.stderr.on("data", (d) => (output += d));
@@ -664,6 +1021,28 @@ async function runAsManifested(workload, objects, programs, fixture, scratch, wh
   const exit = new Promise((ok) =>
     child.on("exit", (code, signal) => ok((exited = { code, signal }))),
   );
+  if (expectedStop) {
+    // A generous deadline to get there, not a speed check.
+    const result = await Promise.race([
+      exit,
+      new Promise((ok) => setTimeout(() => ok(null), 20000)),
+    ]);
+    if (result === null) {
+      child.kill("SIGKILL");
+      problems.push(`still running after 20 s; expected it to stop (${expectedStop.why})`);
+    } else if (result.code !== expectedStop.code || !expectedStop.output.test(output)) {
+      problems.push(
+        `exited with ${result.code ?? result.signal}; expected ${expectedStop.code} and ` +
+          `${expectedStop.output} (${expectedStop.why})`,
+      );
+    }
+    if (problems.length)
+      problems.push(
+        `command: ${program} ${args.join(" ")}`,
+        ...output.trim().split("\n").slice(-8),
+      );
+    return problems;
+  }
 
   for (const [kind, probe] of [
     ["liveness", c.livenessProbe],
@@ -694,10 +1073,18 @@ async function runAsManifested(workload, objects, programs, fixture, scratch, wh
     const file = features.slice("--nfd-features-file=".length);
     const word = "[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?";
     const label = new RegExp(`^kube-rdma\\.io/${word}=${word}$`);
-    if (!(await untilTrue(async () => existsSync(file), 20000, () => exited !== null))) {
+    if (
+      !(await untilTrue(
+        async () => existsSync(file),
+        20000,
+        () => exited !== null,
+      ))
+    ) {
       problems.push(`the NFD feature file was not written in the features.d mount (${features})`);
     } else {
-      const lines = readFileSync(file, "utf8").split("\n").filter((l) => l.trim() !== "");
+      const lines = readFileSync(file, "utf8")
+        .split("\n")
+        .filter((l) => l.trim() !== "");
       if (!lines.some((l) => l.startsWith("# +expiry-time="))) problems.push("no expiry-time");
       if (!lines.includes("kube-rdma.io/rdma=true")) problems.push("no kube-rdma.io/rdma=true");
       for (const l of lines.filter((l) => !l.startsWith("#") && !label.test(l)))
@@ -810,8 +1197,9 @@ function callAsApiServer(objects, pods) {
 // (made by scripts/gen-webhook-certs.sh).
 async function runPrograms(rendered, args, examplePods) {
   const programs = {
-    "/usr/bin/rdma-device-plugin": args.plugin,
+    [pluginCommand]: args.plugin,
     "/usr/bin/rdma-webhook": args.webhook,
+    [draCommand]: args.dra,
   };
   const fixture = join(args.fixtures, "a100-roce");
   const secrets = rendered.flatMap((r) => r.objects.filter((o) => o.kind === "Secret"));
@@ -846,11 +1234,40 @@ async function runPrograms(rendered, args, examplePods) {
       seen.add(key);
       const scratch = mkdtempSync(join(tmpdir(), "kube-rdma-manifests-"));
       try {
-        const webhook = w.spec.template.spec.containers[0].command?.[0] === "/usr/bin/rdma-webhook";
+        const command = w.spec.template.spec.containers[0].command?.[0];
+        const webhook = command === "/usr/bin/rdma-webhook";
+        const dra = command === draCommand;
         const pods = webhook ? examplePods(label) : [];
         const call = webhook ? callAsApiServer(withSecrets, pods) : undefined;
-        const problems = await runAsManifested(w, withSecrets, programs, fixture, scratch, call);
-        const nfd = (pod.containers[0].args ?? []).some((a) => a.startsWith("--nfd-features-file="));
+        // Flag errors exit 2 and a bad config 1 with "cannot load the configuration"; past
+        // both, the driver needs the API server.
+        const stop = dra
+          ? {
+              code: 1,
+              output: /cannot configure the API client/,
+              why: "no API server in this test",
+            }
+          : undefined;
+        const problems = await runAsManifested(
+          w,
+          withSecrets,
+          programs,
+          fixture,
+          scratch,
+          call,
+          stop,
+        );
+        if (dra) {
+          check(
+            `${label}: ${w.kind} ${w.metadata.name} starts as manifested: arguments, environment ` +
+              "and config accepted, up to the API client",
+            problems,
+          );
+          continue;
+        }
+        const nfd = (pod.containers[0].args ?? []).some((a) =>
+          a.startsWith("--nfd-features-file="),
+        );
         check(
           `${label}: ${w.kind} ${w.metadata.name} starts as manifested, passes its probes` +
             (nfd ? ", writes its NFD labels into the features.d mount" : "") +
@@ -907,7 +1324,8 @@ async function main() {
     check(`${label}: renders, ${objects.length} objects valid`, problems);
     check(`${label}: every name an object refers to exists`, referenceProblems(objects));
     const verbs = objects.some(
-      (o) => o.kind === "DaemonSet" && discoveryOf(o.spec.template.spec.containers[0]).includes("verbs"),
+      (o) =>
+        o.kind === "DaemonSet" && discoveryOf(o.spec.template.spec.containers[0]).includes("verbs"),
     );
     check(
       `${label}: the device plugin names its discovery backend` +
@@ -931,6 +1349,29 @@ async function main() {
       );
     }
   }
+  // Dynamic Resource Allocation: the renders that run rdma-dra-driver.
+  const slice = JSON.parse(readFileSync(args.slice, "utf8"));
+  const plugin = rendered.map((r) => pluginDaemonSet(r.objects)).find((ds) => ds);
+  const draClasses = new Set();
+  const draRenders = rendered.filter((r) => draDaemonSet(r.objects));
+  if (draRenders.length === 0) check("a render runs rdma-dra-driver", ["none does"]);
+  for (const { label, objects } of draRenders) {
+    for (const c of objects.filter((o) => o.kind === "DeviceClass"))
+      draClasses.add(c.metadata.name);
+    deviceClassChecks(label, objects, slice);
+    slicePolicyChecks(label, objects, slice);
+    check(
+      `${label}: rdma-dra-driver in place of the device plugin, installing the memlock hook ` +
+        "as the device plugin does",
+      [
+        ...(plugin
+          ? memlockInstallerProblems(draDaemonSet(objects), plugin)
+          : ["no device plugin rendered"]),
+        ...(pluginDaemonSet(objects) ? ["the device plugin's DaemonSet is still there"] : []),
+      ],
+    );
+  }
+
   if (!mwcConditions || mwcConditions.length === 0) {
     check("matchConditions found", [
       "no MutatingWebhookConfiguration with matchConditions was rendered",
@@ -996,6 +1437,7 @@ async function main() {
         pods++;
       }
     }
+    problems.push(...exampleClaimProblems(objects, draClasses));
     check(
       `examples/${file}: ${objects.length} objects, ${pods} pods valid and sent to the webhook`,
       problems,
