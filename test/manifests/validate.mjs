@@ -53,7 +53,7 @@ import { get as httpGet } from "node:http";
 import { get as httpsGet, request as httpsRequest } from "node:https";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
-import { dirname, join, relative, resolve } from "node:path";
+import { basename, dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseAllDocuments, parse as parseYaml } from "yaml";
 import { isCelError, parse as parseCel, run as runCel } from "@bufbuild/cel";
@@ -1351,6 +1351,10 @@ async function main() {
   }
   // Dynamic Resource Allocation: the renders that run rdma-dra-driver.
   const slice = JSON.parse(readFileSync(args.slice, "utf8"));
+  check(
+    `${basename(args.slice)}, the slice rdma-dra-driver publishes for the A100 fixture, is valid`,
+    await validateObject(slice),
+  );
   const plugin = rendered.map((r) => pluginDaemonSet(r.objects)).find((ds) => ds);
   const draClasses = new Set();
   const draRenders = rendered.filter((r) => draDaemonSet(r.objects));
