@@ -50,7 +50,11 @@ import {
   writeFileSync,
 } from "node:fs";
 import { get as httpGet } from "node:http";
-import { get as httpsGet, request as httpsRequest } from "node:https";
+import {
+  createServer as createHttpsServer,
+  get as httpsGet,
+  request as httpsRequest,
+} from "node:https";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { basename, dirname, join, relative, resolve } from "node:path";
@@ -528,6 +532,9 @@ function sentPrefixProblems(conditions, prefix) {
 // ---- Dynamic Resource Allocation ------------------------------------------------------------
 
 const draCommand = "/usr/bin/rdma-dra-driver";
+const draDriverName = "rdma.kube-rdma.io";
+// The node the programs run on (the downward API's spec.nodeName).
+const testNode = "node-1";
 const draDaemonSet = (objects) =>
   objects.find(
     (o) =>
@@ -753,6 +760,30 @@ function slicePolicyChecks(label, objects, slice) {
   );
 }
 
+// The driver hands paths to others: the kubelet dials the DRA socket at the endpoint it
+// registers, the runtime reads the claims' CDI specs and bind-mounts their nccl.conf from the
+// paths written there. Each must be the same on the host: its mount's hostPath is its mountPath.
+function sharedPathProblems(ds) {
+  const pod = ds.spec.template.spec;
+  const c = pod.containers[0];
+  const problems = [];
+  for (const flag of ["--plugin-dir", "--cdi-dir", "--state-dir"]) {
+    const path = (c.args ?? []).find((a) => a.startsWith(`${flag}=`))?.slice(flag.length + 1);
+    if (!path) {
+      problems.push(`no ${flag}= argument`);
+      continue;
+    }
+    const mount = (c.volumeMounts ?? [])
+      .filter((m) => path === m.mountPath || path.startsWith(`${m.mountPath}/`))
+      .sort((a, b) => b.mountPath.length - a.mountPath.length)[0];
+    const volume = (pod.volumes ?? []).find((v) => v.name === mount?.name);
+    if (!volume?.hostPath) problems.push(`${flag}=${path}: not on a hostPath volume`);
+    else if (volume.hostPath.path !== mount.mountPath)
+      problems.push(`${flag}=${path}: the host's ${volume.hostPath.path} at ${mount.mountPath}`);
+  }
+  return problems;
+}
+
 // The DRA DaemonSet installs the memlock hook exactly as the device plugin's does.
 function memlockInstallerProblems(dra, plugin) {
   const installer = (ds) => {
@@ -884,6 +915,238 @@ function discoveryProblems(objects, verbsPod) {
   return problems;
 }
 
+// ---- an API server for in-cluster clients ---------------------------------------------------
+
+// Whether this machine lets an unprivileged process have its own user and mount namespaces, in
+// which a DaemonSet's service-account files can be put where in-cluster clients read them.
+function canUnshare() {
+  try {
+    execFileSync("unshare", ["-rm", "true"], { stdio: "ignore" });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+// A stand-in for the API server a DaemonSet's in-cluster client talks to, enforcing the render's
+// own access rules: HTTPS on 127.0.0.1 with a throw-away certificate, the pod's bearer token
+// standing for its ServiceAccount with the node-name claim of a pod-bound token, the rules of the
+// ClusterRoles bound to that account, and the render's ValidatingAdmissionPolicies on writes.
+// It keeps the Node and ResourceSlices in memory with resourceVersions (a stale update gets 409);
+// anything else is 404. Every request is recorded with its verb and whether it was refused.
+async function startApiServer(objects, pod, namespace, node, scratch) {
+  const account = { namespace, name: pod.serviceAccountName ?? "default" };
+  const dir = mkdtempSync(join(scratch, "apiserver-"));
+  execFileSync(
+    "openssl",
+    [
+      "req",
+      "-x509",
+      "-newkey",
+      "ec",
+      "-pkeyopt",
+      "ec_paramgen_curve:prime256v1",
+      "-nodes",
+      "-days",
+      "1",
+      "-subj",
+      "/CN=kube-apiserver",
+      "-addext",
+      "subjectAltName=IP:127.0.0.1",
+      "-keyout",
+      join(dir, "key.pem"),
+      "-out",
+      join(dir, "cert.pem"),
+    ],
+    { stdio: "ignore" },
+  );
+  const token = "manifests-test-token";
+  const username = `system:serviceaccount:${account.namespace}:${account.name}`;
+  const userInfo = { username, extra: { "authentication.kubernetes.io/node-name": [node] } };
+  const rules = objects
+    .filter(
+      (b) =>
+        b.kind === "ClusterRoleBinding" &&
+        (b.subjects ?? []).some(
+          (s) =>
+            s.kind === "ServiceAccount" &&
+            s.name === account.name &&
+            s.namespace === account.namespace,
+        ),
+    )
+    .flatMap(
+      (b) =>
+        objects.find((r) => r.kind === "ClusterRole" && r.metadata?.name === b.roleRef?.name)
+          ?.rules ?? [],
+    );
+  const allowed = (verb, group, resource) =>
+    rules.some(
+      (r) =>
+        (r.apiGroups ?? []).some((g) => g === group || g === "*") &&
+        (r.resources ?? []).some((x) => x === resource || x === "*") &&
+        (r.verbs ?? []).some((v) => v === verb || v === "*"),
+    );
+  const policies = objects.filter((o) => o.kind === "ValidatingAdmissionPolicy");
+
+  let version = 1;
+  const store = new Map(); // "<resource>/<name>" -> object
+  store.set(`nodes/${node}`, {
+    apiVersion: "v1",
+    kind: "Node",
+    metadata: { name: node, uid: "6f1c0d2e-0000-4000-8000-000000000001", resourceVersion: "1" },
+  });
+  const requests = [];
+
+  const handle = (req, body, reply) => {
+    if (req.headers.authorization !== `Bearer ${token}`) return reply(401, "Unauthorized");
+    const url = new URL(req.url, "https://127.0.0.1");
+    const m =
+      /^\/api\/v1\/(?:namespaces\/[^/]+\/)?([a-z]+)(?:\/([^/]+))?$/.exec(url.pathname) ??
+      /^\/apis\/([^/]+)\/[^/]+\/(?:namespaces\/[^/]+\/)?([a-z]+)(?:\/([^/]+))?$/.exec(url.pathname);
+    if (!m) return reply(404, `no route ${url.pathname}`);
+    const [group, resource, name] = url.pathname.startsWith("/api/")
+      ? ["", m[1], m[2]]
+      : [m[1], m[2], m[3]];
+    const verb = {
+      GET: name ? "get" : url.searchParams.get("watch") ? "watch" : "list",
+      POST: "create",
+      PUT: "update",
+      PATCH: "patch",
+      DELETE: name ? "delete" : "deletecollection",
+    }[req.method];
+    const record = { verb, resource, refused: false };
+    requests.push(record);
+    const refuse = (code, message) => {
+      record.refused = true;
+      return reply(code, message);
+    };
+    if (!allowed(verb, group, resource))
+      return refuse(
+        403,
+        `${username} cannot ${verb} resource "${resource}" in API group "${group}"`,
+      );
+    const key = `${resource}/${name}`;
+    const old = name ? store.get(key) : undefined;
+    let object = body ? JSON.parse(body) : null;
+    const operation = { create: "CREATE", update: "UPDATE", delete: "DELETE" }[verb];
+    for (const policy of operation ? policies : []) {
+      const matches = (policy.spec?.matchConstraints?.resourceRules ?? []).some(
+        (r) =>
+          r.apiGroups?.includes(group) &&
+          r.resources?.includes(resource) &&
+          r.operations?.includes(operation),
+      );
+      if (!matches) continue;
+      const request = { operation, userInfo, resource: { group, version: "v1", resource } };
+      const { verdict, errors } = policyVerdict(policy, {
+        request,
+        object: verb === "delete" ? null : object,
+        oldObject: verb === "create" ? null : (old ?? null),
+        params: null,
+      });
+      if (errors.length || verdict.startsWith("denied"))
+        return refuse(422, `${policy.metadata.name}: ${errors.join("; ") || verdict}`);
+    }
+    if (verb === "get") return old ? reply(200, old) : reply(404, `${key} not found`);
+    if (verb === "list") {
+      const wanted = (url.searchParams.get("fieldSelector") ?? "")
+        .split(",")
+        .filter((f) => f)
+        .map((f) => f.split("="));
+      const value = (o, path) => path.split(".").reduce((v, k) => v?.[k], o);
+      const items = [...store.entries()]
+        .filter(([k]) => k.startsWith(`${resource}/`))
+        .map(([, o]) => o)
+        .filter((o) => wanted.every(([path, v]) => value(o, path) === v));
+      return reply(200, { kind: "List", metadata: { resourceVersion: `${version}` }, items });
+    }
+    if (verb === "create") {
+      const suffix = Math.random().toString(36).slice(2, 7);
+      const generated = `${object.metadata.generateName ?? ""}${suffix}`;
+      object.metadata = { ...object.metadata, name: object.metadata.name ?? generated };
+      object.metadata.uid = `uid-${object.metadata.name}`;
+      object.metadata.resourceVersion = `${++version}`;
+      store.set(`${resource}/${object.metadata.name}`, object);
+      return reply(201, object);
+    }
+    if (!old) return reply(404, `${key} not found`);
+    if (verb === "update") {
+      if (object.metadata?.resourceVersion !== old.metadata.resourceVersion)
+        return reply(409, `${key}: the object has been modified`);
+      object.metadata.resourceVersion = `${++version}`;
+      store.set(key, object);
+      return reply(200, object);
+    }
+    if (verb === "delete") {
+      store.delete(key);
+      return reply(200, old);
+    }
+    return reply(405, `${verb} is not served here`);
+  };
+
+  const server = createHttpsServer(
+    { key: readFileSync(join(dir, "key.pem")), cert: readFileSync(join(dir, "cert.pem")) },
+    (req, res) => {
+      let body = "";
+      req.on("data", (d) => (body += d));
+      req.on("end", () =>
+        handle(req, body, (code, content) => {
+          const status = {
+            kind: "Status",
+            apiVersion: "v1",
+            status: "Failure",
+            message: content,
+            code,
+          };
+          res.writeHead(code, { "Content-Type": "application/json" });
+          res.end(JSON.stringify(code < 300 ? content : status));
+        }),
+      );
+    },
+  );
+  await new Promise((ok) => server.listen(0, "127.0.0.1", ok));
+
+  // What the kubelet mounts for a pod with a token (the pod's automountServiceAccountToken, else
+  // its ServiceAccount's), under a directory bound over /var/run.
+  const run = mkdtempSync(join(scratch, "run-"));
+  const serviceAccount = objects.find(
+    (o) =>
+      o.kind === "ServiceAccount" &&
+      o.metadata?.name === account.name &&
+      o.metadata?.namespace === namespace,
+  );
+  if (pod.automountServiceAccountToken ?? serviceAccount?.automountServiceAccountToken ?? true) {
+    const sa = join(run, "secrets/kubernetes.io/serviceaccount");
+    mkdirSync(sa, { recursive: true });
+    writeFileSync(join(sa, "token"), token);
+    writeFileSync(join(sa, "ca.crt"), readFileSync(join(dir, "cert.pem")));
+    writeFileSync(join(sa, "namespace"), namespace);
+  }
+  return {
+    requests,
+    slices: () =>
+      [...store.entries()].filter(([k]) => k.startsWith("resourceslices/")).map(([, o]) => o),
+    // The program inside its own user and mount namespaces with that directory over /var/run,
+    // and the address the kubelet puts in every pod's environment.
+    launch: {
+      wrap: (argv) => [
+        "unshare",
+        "-rm",
+        "sh",
+        "-ec",
+        'mount --bind "$0" /var/run; exec "$@"',
+        run,
+        ...argv,
+      ],
+      env: {
+        KUBERNETES_SERVICE_HOST: "127.0.0.1",
+        KUBERNETES_SERVICE_PORT: `${server.address().port}`,
+      },
+    },
+    close: () => new Promise((ok) => server.close(ok)),
+  };
+}
+
 // ---- the programs, started as the manifests start them --------------------------------------
 
 // The container's view of the host for the device plugin: the fixture node instead of the
@@ -931,9 +1194,13 @@ async function untilTrue(fn, deadlineMs, stop) {
 // probes to pass (and, with --nfd-features-file, for the labels file in its mount), then sends
 // SIGTERM and expects a clean exit within the pod's grace period.
 //
-// With expectedStop ({code, output, why}), the program cannot run to the end here: it gets the
-// container's environment without the API server's address, and must exit with that code and
-// output on its own.
+// whileReady(portOf, hostDir) runs while it is up: portOf(container port or its name) is the
+// local port, hostDir(host path) the local directory of that hostPath volume.
+//
+// Options: launch ({wrap(argv), env}) starts it wrapped, with more environment (an API server's
+// address, see startApiServer). expectedStop ({code, output, why}): the program cannot run to the
+// end here; it gets the container's environment without an API server's address and must exit
+// with that code and output on its own.
 async function runAsManifested(
   workload,
   objects,
@@ -941,7 +1208,7 @@ async function runAsManifested(
   fixture,
   scratch,
   whileReady,
-  expectedStop,
+  { launch, expectedStop } = {},
 ) {
   const problems = [];
   const pod = workload.spec.template.spec;
@@ -972,7 +1239,7 @@ async function runAsManifested(
   // Paths the container reads from its own root rather than a volume.
   const ownRoot = { "/proc": join(fixture, "proc") };
 
-  const env = { "spec.nodeName": "node-1", "status.podIP": "127.0.0.1" };
+  const env = { "spec.nodeName": testNode, "status.podIP": "127.0.0.1" };
   const vars = Object.fromEntries(
     (c.env ?? []).map((e) => [e.name, e.value ?? env[e.valueFrom?.fieldRef?.fieldPath]]),
   );
@@ -1008,12 +1275,13 @@ async function runAsManifested(
     return m[1] + value;
   });
 
-  const childEnv = { ...process.env, ...vars };
+  const childEnv = { ...process.env, ...vars, ...launch?.env };
   if (expectedStop) {
     delete childEnv.KUBERNETES_SERVICE_HOST;
     delete childEnv.KUBERNETES_SERVICE_PORT;
   }
-  const child = spawn(program, args, { stdio: ["ignore", "pipe", "pipe"], env: childEnv });
+  const argv = launch ? launch.wrap([program, ...args]) : [program, ...args];
+  const child = spawn(argv[0], argv.slice(1), { stdio: ["ignore", "pipe", "pipe"], env: childEnv });
   let output = "";
   child.stdout.on("data", (d) => (output += d));
   child.stderr.on("data", (d) => (output += d));
@@ -1094,7 +1362,12 @@ async function runAsManifested(
   if (problems.length === 0 && exited === null && whileReady) {
     const named = (name) =>
       (c.ports ?? []).find((p) => p.name === name || p.containerPort === name);
-    problems.push(...(await whileReady((name) => ports.get(named(name)?.containerPort))));
+    const hostDir = (path) => {
+      const volume = (pod.volumes ?? []).find((v) => v.hostPath?.path === path);
+      const mount = (c.volumeMounts ?? []).find((m) => m.name === volume?.name);
+      return mount && mounts.get(mount.mountPath);
+    };
+    problems.push(...(await whileReady((name) => ports.get(named(name)?.containerPort), hostDir)));
   }
   const stopped = exited === null;
   if (stopped) child.kill("SIGTERM");
@@ -1192,6 +1465,75 @@ function callAsApiServer(objects, pods) {
   };
 }
 
+// rdma-dra-driver as its DaemonSet runs it, in-cluster: its service-account files where the
+// kubelet puts them (in a mount namespace of its own) and an API server that applies the render's
+// RBAC and ValidatingAdmissionPolicy (startApiServer). It must register with the kubelet (both
+// sockets in the host directories of the manifest), publish the fixture node's slice (the
+// devices of the A100 golden slice, on this node) without a refused request, and stop on SIGTERM.
+// Where user namespaces are not allowed, it runs without an API server and must get past its
+// arguments and config (flag errors exit 2, a bad config 1 with "cannot load the configuration")
+// and stop at the API client.
+async function runDraDriver(label, w, objects, programs, fixture, scratch, slicePath) {
+  const name = `${label}: ${w.kind} ${w.metadata.name} starts as manifested`;
+  if (!canUnshare()) {
+    const stop = { code: 1, output: /cannot configure the API client/, why: "no API server" };
+    const problems = await runAsManifested(w, objects, programs, fixture, scratch, undefined, {
+      expectedStop: stop,
+    });
+    check(`${name} (no user namespaces here: up to the API client)`, problems);
+    return;
+  }
+  const api = await startApiServer(
+    objects,
+    w.spec.template.spec,
+    w.metadata.namespace,
+    testNode,
+    scratch,
+  );
+  const golden = JSON.parse(readFileSync(slicePath, "utf8"));
+  const whileRunning = async (_portOf, hostDir) => {
+    const sockets = [
+      join(hostDir("/var/lib/kubelet/plugins_registry") ?? "", `${draDriverName}-reg.sock`),
+      join(hostDir(`/var/lib/kubelet/plugins/${draDriverName}`) ?? "", "dra.sock"),
+    ];
+    const up = () => api.slices().length > 0 && sockets.every((f) => existsSync(f));
+    if (
+      !(await untilTrue(
+        async () => up(),
+        20000,
+        () => false,
+      ))
+    ) {
+      return [
+        `after 20 s: ${api.slices().length} slices published, sockets ` +
+          sockets.map((f) => `${basename(f)} ${existsSync(f) ? "there" : "missing"}`).join(", "),
+      ];
+    }
+    const problems = api
+      .slices()
+      .flatMap((slice) => [
+        ...(slice.spec?.nodeName !== testNode ? [`a slice for node ${slice.spec?.nodeName}`] : []),
+        ...(canonical(slice.spec?.devices) !== canonical(golden.spec.devices)
+          ? ["the published devices differ from the golden slice's"]
+          : []),
+      ]);
+    if (api.slices().length !== 1) problems.push(`${api.slices().length} slices, not one`);
+    return problems;
+  };
+  const problems = await runAsManifested(w, objects, programs, fixture, scratch, whileRunning, {
+    launch: api.launch,
+  });
+  await api.close();
+  const refused = api.requests.filter((r) => r.refused);
+  problems.push(...refused.map((r) => `refused: ${r.verb} ${r.resource}`));
+  const calls = [...new Set(api.requests.map((r) => `${r.verb} ${r.resource}`))];
+  check(
+    `${name} in-cluster, against an API server applying the render's RBAC and policy ` +
+      `(${calls.join(", ")}): registers its sockets, publishes the A100 slice, stops on SIGTERM`,
+    problems,
+  );
+}
+
 // Each distinct workload (its container, volumes and the data they mount) of every overlay, run
 // once. The serving certificate that cert-manager would issue comes from the static-certs render
 // (made by scripts/gen-webhook-certs.sh).
@@ -1236,35 +1578,13 @@ async function runPrograms(rendered, args, examplePods) {
       try {
         const command = w.spec.template.spec.containers[0].command?.[0];
         const webhook = command === "/usr/bin/rdma-webhook";
-        const dra = command === draCommand;
-        const pods = webhook ? examplePods(label) : [];
-        const call = webhook ? callAsApiServer(withSecrets, pods) : undefined;
-        // Flag errors exit 2 and a bad config 1 with "cannot load the configuration"; past
-        // both, the driver needs the API server.
-        const stop = dra
-          ? {
-              code: 1,
-              output: /cannot configure the API client/,
-              why: "no API server in this test",
-            }
-          : undefined;
-        const problems = await runAsManifested(
-          w,
-          withSecrets,
-          programs,
-          fixture,
-          scratch,
-          call,
-          stop,
-        );
-        if (dra) {
-          check(
-            `${label}: ${w.kind} ${w.metadata.name} starts as manifested: arguments, environment ` +
-              "and config accepted, up to the API client",
-            problems,
-          );
+        if (command === draCommand) {
+          await runDraDriver(label, w, withSecrets, programs, fixture, scratch, args.slice);
           continue;
         }
+        const pods = webhook ? examplePods(label) : [];
+        const call = webhook ? callAsApiServer(withSecrets, pods) : undefined;
+        const problems = await runAsManifested(w, withSecrets, programs, fixture, scratch, call);
         const nfd = (pod.containers[0].args ?? []).some((a) =>
           a.startsWith("--nfd-features-file="),
         );
@@ -1364,6 +1684,10 @@ async function main() {
       draClasses.add(c.metadata.name);
     deviceClassChecks(label, objects, slice);
     slicePolicyChecks(label, objects, slice);
+    check(
+      `${label}: rdma-dra-driver's socket, CDI and state directories are the same paths on the host`,
+      sharedPathProblems(draDaemonSet(objects)),
+    );
     check(
       `${label}: rdma-dra-driver in place of the device plugin, installing the memlock hook ` +
         "as the device plugin does",
