@@ -1194,8 +1194,9 @@ async function untilTrue(fn, deadlineMs, stop) {
 // probes to pass (and, with --nfd-features-file, for the labels file in its mount), then sends
 // SIGTERM and expects a clean exit within the pod's grace period.
 //
-// whileReady(portOf, hostDir) runs while it is up: portOf(container port or its name) is the
-// local port, hostDir(host path) the local directory of that hostPath volume.
+// whileReady(portOf, hostDir, exited) runs while it is up: portOf(container port or its name) is
+// the local port, hostDir(host path) the local directory of that hostPath volume, exited() true
+// once the program is gone.
 //
 // Options: launch ({wrap(argv), env}) starts it wrapped, with more environment (an API server's
 // address, see startApiServer). expectedStop ({code, output, why}): the program cannot run to the
@@ -1367,7 +1368,8 @@ async function runAsManifested(
       const mount = (c.volumeMounts ?? []).find((m) => m.name === volume?.name);
       return mount && mounts.get(mount.mountPath);
     };
-    problems.push(...(await whileReady((name) => ports.get(named(name)?.containerPort), hostDir)));
+    const portOf = (name) => ports.get(named(name)?.containerPort);
+    problems.push(...(await whileReady(portOf, hostDir, () => exited !== null)));
   }
   const stopped = exited === null;
   if (stopped) child.kill("SIGTERM");
@@ -1491,22 +1493,17 @@ async function runDraDriver(label, w, objects, programs, fixture, scratch, slice
     scratch,
   );
   const golden = JSON.parse(readFileSync(slicePath, "utf8"));
-  const whileRunning = async (_portOf, hostDir) => {
+  const whileRunning = async (_portOf, hostDir, exited) => {
     const sockets = [
       join(hostDir("/var/lib/kubelet/plugins_registry") ?? "", `${draDriverName}-reg.sock`),
       join(hostDir(`/var/lib/kubelet/plugins/${draDriverName}`) ?? "", "dra.sock"),
     ];
-    const up = () => api.slices().length > 0 && sockets.every((f) => existsSync(f));
-    if (
-      !(await untilTrue(
-        async () => up(),
-        20000,
-        () => false,
-      ))
-    ) {
+    const up = async () => api.slices().length > 0 && sockets.every((f) => existsSync(f));
+    if (!(await untilTrue(up, 20000, exited))) {
+      const found = sockets.map((f) => `${basename(f)} ${existsSync(f) ? "there" : "missing"}`);
       return [
-        `after 20 s: ${api.slices().length} slices published, sockets ` +
-          sockets.map((f) => `${basename(f)} ${existsSync(f) ? "there" : "missing"}`).join(", "),
+        `${exited() ? "it exited" : "after 20 s"}: ${api.slices().length} slices published, ` +
+          `sockets ${found.join(", ")}`,
       ];
     }
     const problems = api
@@ -1685,7 +1682,7 @@ async function main() {
     deviceClassChecks(label, objects, slice);
     slicePolicyChecks(label, objects, slice);
     check(
-      `${label}: rdma-dra-driver's socket, CDI and state directories are the same paths on the host`,
+      `${label}: rdma-dra-driver's socket, CDI and state directories: the same paths on the host`,
       sharedPathProblems(draDaemonSet(objects)),
     );
     check(
