@@ -25,9 +25,9 @@
 //
 // With --plugin, --webhook, --dra and --fixtures, it also starts the built rdma-device-plugin
 // (on a fixture node) and rdma-webhook exactly as each rendered DaemonSet and Deployment starts
-// them, and checks that their probes pass and that they stop cleanly on SIGTERM. rdma-dra-driver
-// needs an API server, which this test has not: started as manifested, it must accept its
-// arguments and config and stop at the API client's in-cluster configuration.
+// them, and checks that their probes pass and that they stop cleanly on SIGTERM; and
+// rdma-dra-driver, in-cluster against a stand-in API server that applies the render's RBAC and
+// ValidatingAdmissionPolicy (runDraDriver).
 //
 // The device plugin's discovery backend: every render passes one --discovery; with sysfs the
 // container is not privileged; with verbs (components/verbs-discovery) its arguments,
@@ -1143,7 +1143,11 @@ async function startApiServer(objects, pod, namespace, node, scratch) {
         KUBERNETES_SERVICE_PORT: `${server.address().port}`,
       },
     },
-    close: () => new Promise((ok) => server.close(ok)),
+    close: () =>
+      new Promise((ok) => {
+        server.closeAllConnections();
+        server.close(ok);
+      }),
   };
 }
 
@@ -1522,7 +1526,7 @@ async function runDraDriver(label, w, objects, programs, fixture, scratch, slice
   });
   await api.close();
   const refused = api.requests.filter((r) => r.refused);
-  problems.push(...refused.map((r) => `refused: ${r.verb} ${r.resource}`));
+  problems.push(...new Set(refused.map((r) => `refused: ${r.verb} ${r.resource}`)));
   const calls = [...new Set(api.requests.map((r) => `${r.verb} ${r.resource}`))];
   check(
     `${name} in-cluster, against an API server applying the render's RBAC and policy ` +
