@@ -917,11 +917,23 @@ function discoveryProblems(objects, verbsPod) {
 
 // ---- an API server for in-cluster clients ---------------------------------------------------
 
-// Whether this machine lets an unprivileged process have its own user and mount namespaces, in
-// which a DaemonSet's service-account files can be put where in-cluster clients read them.
-function canUnshare() {
+// The program in user and mount namespaces of its own with `dir` bound over /var/run, where
+// in-cluster clients read their service-account files.
+const withVarRun = (dir, argv) => [
+  "unshare",
+  "-rm",
+  "sh",
+  "-ec",
+  'mount --bind "$0" /var/run; exec "$@"',
+  dir,
+  ...argv,
+];
+
+// Whether this machine lets an unprivileged process do that (containers often may not).
+function canBindVarRun(scratch) {
   try {
-    execFileSync("unshare", ["-rm", "true"], { stdio: "ignore" });
+    const [command, ...args] = withVarRun(scratch, ["true"]);
+    execFileSync(command, args, { stdio: "ignore" });
     return true;
   } catch {
     return false;
@@ -1126,18 +1138,10 @@ async function startApiServer(objects, pod, namespace, node, scratch) {
     requests,
     slices: () =>
       [...store.entries()].filter(([k]) => k.startsWith("resourceslices/")).map(([, o]) => o),
-    // The program inside its own user and mount namespaces with that directory over /var/run,
-    // and the address the kubelet puts in every pod's environment.
+    // The program with that directory over /var/run, and the address the kubelet puts in every
+    // pod's environment.
     launch: {
-      wrap: (argv) => [
-        "unshare",
-        "-rm",
-        "sh",
-        "-ec",
-        'mount --bind "$0" /var/run; exec "$@"',
-        run,
-        ...argv,
-      ],
+      wrap: (argv) => withVarRun(run, argv),
       env: {
         KUBERNETES_SERVICE_HOST: "127.0.0.1",
         KUBERNETES_SERVICE_PORT: `${server.address().port}`,
@@ -1481,12 +1485,12 @@ function callAsApiServer(objects, pods) {
 // and stop at the API client.
 async function runDraDriver(label, w, objects, programs, fixture, scratch, slicePath) {
   const name = `${label}: ${w.kind} ${w.metadata.name} starts as manifested`;
-  if (!canUnshare()) {
+  if (!canBindVarRun(scratch)) {
     const stop = { code: 1, output: /cannot configure the API client/, why: "no API server" };
     const problems = await runAsManifested(w, objects, programs, fixture, scratch, undefined, {
       expectedStop: stop,
     });
-    check(`${name} (no user namespaces here: up to the API client)`, problems);
+    check(`${name} (no user and mount namespaces here: up to the API client)`, problems);
     return;
   }
   const api = await startApiServer(
