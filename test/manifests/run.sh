@@ -4,20 +4,20 @@
 # certificates for the static-certs overlay, then runs validate.mjs over every overlay, the
 # examples and the matchCondition cases. Exit 77 (ctest: skipped) only when npm cannot be used.
 #
-# With the built programs and the fixture directory, validate.mjs also starts rdma-device-plugin
-# and rdma-webhook as the rendered manifests do.
+# With the built programs and the fixture directory, validate.mjs also starts rdma-device-plugin,
+# rdma-webhook and rdma-dra-driver as the rendered manifests do.
 #
-# Usage: run.sh SOURCE_DIR CACHE_DIR [PLUGIN_BIN WEBHOOK_BIN FIXTURES_DIR]
+# Usage: run.sh SOURCE_DIR CACHE_DIR [PLUGIN_BIN WEBHOOK_BIN DRA_BIN FIXTURES_DIR]
 set -euo pipefail
 src=$(cd "${1:?source dir}" && pwd)
 cache=${2:?cache dir}
 programs=()
-if [[ $# -ge 5 ]]; then
-  for f in "$3" "$4"; do
+if [[ $# -ge 6 ]]; then
+  for f in "$3" "$4" "$5"; do
     [[ -x "$f" ]] || { echo "FAIL $f is not built (build everything before ctest)"; exit 1; }
   done
-  [[ -d "$5/a100-roce" ]] || { echo "FAIL no fixtures in $5 (cmake --build <dir> --target fixtures)"; exit 1; }
-  programs=(--plugin "$3" --webhook "$4" --fixtures "$5")
+  [[ -d "$6/a100-roce" ]] || { echo "FAIL no fixtures in $6 (cmake --build <dir> --target fixtures)"; exit 1; }
+  programs=(--plugin "$3" --webhook "$4" --dra "$5" --fixtures "$6")
 fi
 here="$src/test/manifests"
 
@@ -58,4 +58,5 @@ sent_prefix=$(sed -n 's/.*kSentResourcePrefix = "\(.*\)";/\1/p' "$src/common/web
 
 node "$cache/validate.mjs" --manifests "$work/manifests" --examples "$work/examples" \
   --cases "$here/match-conditions.yaml" --sent-prefix "$sent_prefix" \
-  --verbs-pod "$src/test/softroce/verbs-discovery-plugin.json" "${programs[@]}"
+  --verbs-pod "$src/test/softroce/verbs-discovery-plugin.json" \
+  --slice "$src/test/dra/testdata/a100-roce.slice.json" "${programs[@]}"

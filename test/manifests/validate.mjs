@@ -10,13 +10,24 @@
 //     fields, enums, formats), @kubernetes-models/cert-manager for cert-manager's CRDs;
 //   - @kubernetes/client-node's generated models: the field names the OpenAPI defines, to refuse
 //     unknown fields as `kubectl apply` (server-side strict field validation) does;
-//   - @bufbuild/cel, Buf's CEL implementation, for the matchConditions.
+//   - @bufbuild/cel, Buf's CEL implementation, for the matchConditions, the DeviceClass
+//     selectors and the ValidatingAdmissionPolicy.
 // Besides, every name an object refers to (ConfigMap, Secret, ServiceAccount, Service and its
-// ports, Issuer, the CA injection source) must exist in the same render.
+// ports, Issuer, the CA injection source, ClusterRole, the policy of a policy binding) must
+// exist in the same render.
 //
-// With --plugin, --webhook and --fixtures, it also starts the built rdma-device-plugin (on a
-// fixture node) and rdma-webhook exactly as each rendered DaemonSet and Deployment starts them,
-// and checks that their probes pass and that they stop cleanly on SIGTERM.
+// Dynamic Resource Allocation (components/dra): each DeviceClass selector is evaluated against
+// the devices of the slice rdma-dra-driver publishes for the A100 fixture (--slice, kept equal to
+// the driver's output by test/dra) and variants of them, and must select exactly the expected
+// ports; the slice policy is put to the driver's own requests and to those it must not make; the
+// DRA DaemonSet installs the memlock hook as the device plugin's does; the claims of
+// examples/dra name classes, requests and claims that exist.
+//
+// With --plugin, --webhook, --dra and --fixtures, it also starts the built rdma-device-plugin
+// (on a fixture node) and rdma-webhook exactly as each rendered DaemonSet and Deployment starts
+// them, and checks that their probes pass and that they stop cleanly on SIGTERM; and
+// rdma-dra-driver, in-cluster against a stand-in API server that applies the render's RBAC and
+// ValidatingAdmissionPolicy (runDraDriver).
 //
 // The device plugin's discovery backend: every render passes one --discovery; with sysfs the
 // container is not privileged; with verbs (components/verbs-discovery) its arguments,
@@ -25,7 +36,7 @@
 // fixture node, so that workload runs in the soft-RoCE VM rather than here.
 //
 // Usage: node validate.mjs --manifests DIR --examples DIR --cases FILE --verbs-pod FILE
-//                          [--plugin BIN --webhook BIN --fixtures DIR]
+//                          --slice FILE [--plugin BIN --webhook BIN --dra BIN --fixtures DIR]
 import { execFileSync, spawn } from "node:child_process";
 import {
   existsSync,
@@ -39,10 +50,14 @@ import {
   writeFileSync,
 } from "node:fs";
 import { get as httpGet } from "node:http";
-import { get as httpsGet, request as httpsRequest } from "node:https";
+import {
+  createServer as createHttpsServer,
+  get as httpsGet,
+  request as httpsRequest,
+} from "node:https";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
-import { dirname, join, relative, resolve } from "node:path";
+import { basename, dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseAllDocuments, parse as parseYaml } from "yaml";
 import { isCelError, parse as parseCel, run as runCel } from "@bufbuild/cel";
@@ -58,8 +73,10 @@ function parseArgs(argv) {
     "cases",
     "sent-prefix",
     "verbs-pod",
+    "slice",
     "plugin",
     "webhook",
+    "dra",
     "fixtures",
   ];
   for (let i = 0; i < argv.length; i += 2) {
@@ -67,17 +84,18 @@ function parseArgs(argv) {
     if (!known.includes(key) || argv[i + 1] === undefined) {
       throw new Error(
         `usage: validate.mjs --manifests DIR --examples DIR --cases FILE --sent-prefix PREFIX ` +
-          `--verbs-pod FILE [--plugin BIN --webhook BIN --fixtures DIR] (got ${argv[i]})`,
+          `--verbs-pod FILE --slice FILE [--plugin BIN --webhook BIN --dra BIN --fixtures DIR] ` +
+          `(got ${argv[i]})`,
       );
     }
     args[key] = key === "sent-prefix" ? argv[i + 1] : resolve(argv[i + 1]);
   }
-  for (const key of ["manifests", "examples", "cases", "sent-prefix", "verbs-pod"]) {
+  for (const key of ["manifests", "examples", "cases", "sent-prefix", "verbs-pod", "slice"]) {
     if (!args[key]) throw new Error(`missing --${key}`);
   }
-  const programs = ["plugin", "webhook", "fixtures"].filter((k) => args[k]);
-  if (programs.length !== 0 && programs.length !== 3)
-    throw new Error("--plugin, --webhook and --fixtures go together");
+  const programs = ["plugin", "webhook", "dra", "fixtures"].filter((k) => args[k]);
+  if (programs.length !== 0 && programs.length !== 4)
+    throw new Error("--plugin, --webhook, --dra and --fixtures go together");
   return args;
 }
 
@@ -241,9 +259,14 @@ function unknownFields(value, typeName, path, out) {
   }
 }
 
+// client-node's model name: V1Kind, or with the group's first word in front where two groups
+// have a kind of that name (resource.k8s.io's ResourceClaim is ResourceV1ResourceClaim).
 function strictTypeName(apiVersion, kind) {
-  const version = apiVersion.split("/").pop();
-  return `${version[0].toUpperCase()}${version.slice(1)}${kind}`;
+  const [group, version] = apiVersion.includes("/") ? apiVersion.split("/") : ["", apiVersion];
+  const capital = (word) => `${word[0].toUpperCase()}${word.slice(1)}`;
+  const plain = `${capital(version)}${kind}`;
+  const qualified = `${capital(group ? group.split(".")[0] : "core")}${plain}`;
+  return typeof clientModels[qualified]?.getAttributeTypeMap === "function" ? qualified : plain;
 }
 
 async function validateObject(obj) {
@@ -395,6 +418,19 @@ function referenceProblems(objects) {
     }
   }
 
+  for (const b of objects.filter((o) => o.kind === "ClusterRoleBinding")) {
+    if (b.roleRef?.kind === "ClusterRole" && !named("ClusterRole").has(b.roleRef.name))
+      problems.push(`${idOf(b)}: no ClusterRole ${b.roleRef.name}`);
+    for (const s of (b.subjects ?? []).filter((x) => x.kind === "ServiceAccount")) {
+      if (!named("ServiceAccount", s.namespace).has(s.name))
+        problems.push(`${idOf(b)}: no ServiceAccount ${s.namespace}/${s.name}`);
+    }
+  }
+  for (const b of objects.filter((o) => o.kind === "ValidatingAdmissionPolicyBinding")) {
+    if (!named("ValidatingAdmissionPolicy").has(b.spec?.policyName))
+      problems.push(`${idOf(b)}: no ValidatingAdmissionPolicy ${b.spec?.policyName}`);
+  }
+
   for (const c of certificates) {
     const issuer = c.spec?.issuerRef;
     if (issuer?.kind === "Issuer" && !named("Issuer", c.metadata?.namespace).has(issuer.name))
@@ -470,13 +506,16 @@ function sentPrefixProblems(conditions, prefix) {
   );
   if (literals.length === 0) problems.push("no startsWith() in the matchConditions");
   for (const literal of literals) {
-    if (literal !== prefix) problems.push(`startsWith('${literal}'), the webhook's copy is '${prefix}'`);
+    if (literal !== prefix)
+      problems.push(`startsWith('${literal}'), the webhook's copy is '${prefix}'`);
   }
   const pod = (resource) => ({
     apiVersion: "v1",
     kind: "Pod",
     metadata: { name: "prefix-probe" },
-    spec: { containers: [{ name: "c", image: "busybox", resources: { limits: { [resource]: "1" } } }] },
+    spec: {
+      containers: [{ name: "c", image: "busybox", resources: { limits: { [resource]: "1" } } }],
+    },
   });
   for (const [resource, expected] of [
     [`${prefix}any-pool`, true],
@@ -486,6 +525,336 @@ function sentPrefixProblems(conditions, prefix) {
     problems.push(...errors);
     if (errors.length === 0 && send !== expected)
       problems.push(`a pod asking for ${resource} is ${send ? "" : "not "}sent`);
+  }
+  return problems;
+}
+
+// ---- Dynamic Resource Allocation ------------------------------------------------------------
+
+const draCommand = "/usr/bin/rdma-dra-driver";
+const draDriverName = "rdma.kube-rdma.io";
+// The node the programs run on (the downward API's spec.nodeName).
+const testNode = "node-1";
+const draDaemonSet = (objects) =>
+  objects.find(
+    (o) =>
+      o.kind === "DaemonSet" &&
+      o.spec?.template?.spec?.containers?.[0]?.command?.[0] === draCommand,
+  );
+const pluginDaemonSet = (objects) =>
+  objects.find(
+    (o) =>
+      o.kind === "DaemonSet" &&
+      o.spec?.template?.spec?.containers?.[0]?.command?.[0] === pluginCommand,
+  );
+
+// The `device` a DeviceClass selector sees, as the scheduler binds it: the driver, and the
+// attributes by domain (a bare name is in the driver's domain) with each value taken out of its
+// one-of, ints as CEL ints.
+function celDevice(driver, device) {
+  const attributes = {};
+  for (const [name, typed] of Object.entries(device.attributes ?? {})) {
+    const slash = name.lastIndexOf("/");
+    const domain = slash < 0 ? driver : name.slice(0, slash);
+    const [type, value] = Object.entries(typed)[0];
+    if (!["int", "string", "bool"].includes(type))
+      throw new Error(
+        `${device.name}: attribute ${name}: ${type} values are not handled by this test`,
+      );
+    attributes[domain] ??= {};
+    attributes[domain][name.slice(slash + 1)] = type === "int" ? BigInt(value) : value;
+  }
+  return { driver, attributes, capacity: {} };
+}
+
+// The ports of the slice rdma-dra-driver publishes for the A100 fixture (all ACTIVE RoCE), and
+// variants of its first port that the fixture lacks, so that every clause of a selector counts.
+const a100Ports = [13, 23, 33, 43, 93, "a3", "b3", "c3"].map((bus) => `pci-0000-${bus}-00-0-p1`);
+const expectedSelections = {
+  "rdma.kube-rdma.io": [...a100Ports, "variant-ib-active"],
+  "roce.rdma.kube-rdma.io": a100Ports,
+  "ib.rdma.kube-rdma.io": ["variant-ib-active"],
+};
+
+function selectorDevices(slice) {
+  const driver = slice.spec.driver;
+  const first = slice.spec.devices[0];
+  const variant = (name, changes) => ({ name, attributes: { ...first.attributes, ...changes } });
+  return [
+    ...slice.spec.devices.map((device) => ({ driver, device })),
+    { driver, device: variant("variant-ib-active", { linkLayer: { string: "InfiniBand" } }) },
+    { driver, device: variant("variant-roce-down", { state: { string: "DOWN" } }) },
+    {
+      driver,
+      device: variant("variant-ib-init", {
+        linkLayer: { string: "InfiniBand" },
+        state: { string: "INIT" },
+      }),
+    },
+    // The same attributes from another driver: its domain is not ours.
+    { driver: "gpu.nvidia.com", device: variant("variant-other-driver", {}) },
+  ];
+}
+
+// The devices a DeviceClass selects: all its selectors true. An evaluation error (a missing
+// attribute read without a guard) is a problem, whatever the scheduler would make of it.
+function selectedBy(deviceClass, devices) {
+  const problems = [];
+  const selected = [];
+  for (const { driver, device } of devices) {
+    const bindings = { device: celDevice(driver, device) };
+    let all = true;
+    for (const [i, s] of (deviceClass.spec?.selectors ?? []).entries()) {
+      const value = runCel(s.cel?.expression ?? "", bindings);
+      if (isCelError(value) || typeof value !== "boolean") {
+        problems.push(
+          `selectors[${i}] on ${device.name}: ` +
+            (isCelError(value) ? value.message : `not a bool: ${value}`),
+        );
+        all = false;
+      } else if (!value) {
+        all = false;
+      }
+    }
+    if (all) selected.push(device.name);
+  }
+  return { selected, problems };
+}
+
+function deviceClassChecks(label, objects, slice) {
+  const classes = objects.filter((o) => o.kind === "DeviceClass");
+  const devices = selectorDevices(slice);
+  const missing = Object.keys(expectedSelections).filter(
+    (name) => !classes.some((c) => c.metadata?.name === name),
+  );
+  check(
+    `${label}: the DeviceClasses ${Object.keys(expectedSelections).join(", ")}`,
+    missing.map((name) => `no DeviceClass ${name}`),
+  );
+  for (const c of classes) {
+    const { selected, problems } = selectedBy(c, devices);
+    const expected = expectedSelections[c.metadata.name];
+    if (!expected) problems.push("no expectation for this class in the test");
+    else if (canonical([...selected].sort()) !== canonical([...expected].sort()))
+      problems.push(`selects [${selected.join(", ")}], expected [${expected.join(", ")}]`);
+    const ports = selected.filter((n) => a100Ports.includes(n)).length;
+    const variants = (expected ?? []).filter((n) => !a100Ports.includes(n));
+    check(
+      `${label}: DeviceClass ${c.metadata.name} selects ${ports} of the A100 slice's ` +
+        `${a100Ports.length} ports and the variants [${variants.join(", ")}]`,
+      problems,
+    );
+  }
+}
+
+// A ValidatingAdmissionPolicy's verdict on one request: "not matched" (a matchCondition false),
+// "allowed" or "denied: <message>". Variables are evaluated in order, as the API server makes
+// them visible; an evaluation error is reported, not taken for a verdict.
+function policyVerdict(policy, bindings) {
+  const errors = [];
+  const evaluate = (what, expression, vars) => {
+    const value = runCel(expression, { ...bindings, variables: vars });
+    if (isCelError(value)) errors.push(`${what}: ${value.message}`);
+    return isCelError(value) ? undefined : value;
+  };
+  for (const c of policy.spec?.matchConditions ?? []) {
+    if (evaluate(`matchCondition ${c.name}`, c.expression, {}) === false)
+      return { verdict: "not matched", errors };
+  }
+  const vars = {};
+  for (const v of policy.spec?.variables ?? [])
+    vars[v.name] = evaluate(`variable ${v.name}`, v.expression, vars);
+  for (const [i, v] of (policy.spec?.validations ?? []).entries()) {
+    if (evaluate(`validations[${i}]`, v.expression, vars) === true) continue;
+    const message = v.messageExpression
+      ? evaluate(`validations[${i}].messageExpression`, v.messageExpression, vars)
+      : v.message;
+    if (typeof message !== "string") errors.push(`validations[${i}]: no message`);
+    return { verdict: `denied: ${message}`, errors };
+  }
+  return { verdict: "allowed", errors };
+}
+
+// The policy that keeps a node's driver to its own node's slices, put to the requests the driver
+// makes (the fixture slice on its node) and to those it must not make.
+function slicePolicyChecks(label, objects, slice) {
+  const ds = draDaemonSet(objects);
+  const policies = objects.filter((o) => o.kind === "ValidatingAdmissionPolicy");
+  const policy = policies.find((p) =>
+    (p.spec?.matchConstraints?.resourceRules ?? []).some((r) =>
+      r.resources?.includes("resourceslices"),
+    ),
+  );
+  if (!policy || !ds) {
+    check(`${label}: a ValidatingAdmissionPolicy on resourceslices`, ["none in this render"]);
+    return;
+  }
+  const binding = objects.find(
+    (o) =>
+      o.kind === "ValidatingAdmissionPolicyBinding" && o.spec?.policyName === policy.metadata.name,
+  );
+  const node = slice.spec.nodeName;
+  const pod = ds.spec.template.spec;
+  const account = `system:serviceaccount:${ds.metadata.namespace}:${pod.serviceAccountName}`;
+  const driverOn = (n) => ({
+    username: account,
+    extra: { "authentication.kubernetes.io/node-name": [n] },
+  });
+  const withSpec = (changes) => ({ ...slice, spec: { ...slice.spec, ...changes } });
+  const otherNode = withSpec({
+    nodeName: "gpu-node-2",
+    pool: { ...slice.spec.pool, name: "gpu-node-2" },
+  });
+  const specWithoutNode = { ...slice.spec };
+  delete specWithoutNode.nodeName;
+  const allNodes = { ...slice, spec: { ...specWithoutNode, allNodes: true } };
+  const otherDriver = withSpec({ driver: "gpu.nvidia.com" });
+  // [what the driver on the slice's node does, operation, new slice, old slice, verdict]
+  const byDriver = [
+    ["creates its node's slice", "CREATE", slice, null, "allowed"],
+    ["updates its node's slice", "UPDATE", slice, slice, "allowed"],
+    ["deletes its node's slice", "DELETE", null, slice, "allowed"],
+    ["creates another node's slice", "CREATE", otherNode, null, "denied"],
+    ["deletes another node's slice", "DELETE", null, otherNode, "denied"],
+    ["moves another node's slice to its own", "UPDATE", slice, otherNode, "denied"],
+    ["moves its slice to another node", "UPDATE", otherNode, slice, "denied"],
+    ["writes another driver's slice on its node", "CREATE", otherDriver, null, "denied"],
+    ["creates a slice for all nodes", "CREATE", allNodes, null, "denied"],
+  ];
+  const kubelet = {
+    username: "system:node:gpu-node-2",
+    extra: { "authentication.kubernetes.io/node-name": ["gpu-node-2"] },
+  };
+  const cases = [
+    ...byDriver.map(([what, ...rest]) => [`the driver ${what}`, driverOn(node), ...rest]),
+    [
+      "its account without a node-bound token",
+      { username: account },
+      "CREATE",
+      slice,
+      null,
+      "denied",
+    ],
+    ["another node's kubelet deletes the slice", kubelet, "DELETE", null, slice, "not matched"],
+  ];
+  const problems = [];
+  if (!binding) problems.push(`no ValidatingAdmissionPolicyBinding for ${policy.metadata.name}`);
+  else if (!(binding.spec.validationActions ?? []).includes("Deny"))
+    problems.push(`${idOf(binding)}: validationActions without Deny only report`);
+  if (policy.spec.failurePolicy !== "Fail") problems.push("failurePolicy is not Fail");
+  for (const [what, userInfo, operation, object, oldObject, expected] of cases) {
+    const request = {
+      operation,
+      userInfo,
+      resource: { group: "resource.k8s.io", version: "v1", resource: "resourceslices" },
+    };
+    const { verdict, errors } = policyVerdict(policy, { request, object, oldObject, params: null });
+    problems.push(...errors.map((e) => `${what}: ${e}`));
+    if (errors.length === 0 && !verdict.startsWith(expected))
+      problems.push(`${what}: ${verdict}, expected ${expected}`);
+  }
+  check(
+    `${label}: ValidatingAdmissionPolicy ${policy.metadata.name}: ${account} writes only node ` +
+      `${node}'s ${slice.spec.driver} slices (${cases.length} requests)`,
+    problems,
+  );
+}
+
+// The driver hands paths to others: the kubelet dials the DRA socket at the endpoint it
+// registers, the runtime reads the claims' CDI specs and bind-mounts their nccl.conf from the
+// paths written there. Each must be the same on the host: its mount's hostPath is its mountPath.
+function sharedPathProblems(ds) {
+  const pod = ds.spec.template.spec;
+  const c = pod.containers[0];
+  const problems = [];
+  for (const flag of ["--plugin-dir", "--cdi-dir", "--state-dir"]) {
+    const path = (c.args ?? []).find((a) => a.startsWith(`${flag}=`))?.slice(flag.length + 1);
+    if (!path) {
+      problems.push(`no ${flag}= argument`);
+      continue;
+    }
+    const mount = (c.volumeMounts ?? [])
+      .filter((m) => path === m.mountPath || path.startsWith(`${m.mountPath}/`))
+      .sort((a, b) => b.mountPath.length - a.mountPath.length)[0];
+    const volume = (pod.volumes ?? []).find((v) => v.name === mount?.name);
+    if (!volume?.hostPath) problems.push(`${flag}=${path}: not on a hostPath volume`);
+    else if (volume.hostPath.path !== mount.mountPath)
+      problems.push(`${flag}=${path}: the host's ${volume.hostPath.path} at ${mount.mountPath}`);
+  }
+  return problems;
+}
+
+// The DRA DaemonSet installs the memlock hook exactly as the device plugin's does.
+function memlockInstallerProblems(dra, plugin) {
+  const installer = (ds) => {
+    const spec = ds.spec.template.spec;
+    const init = spec.initContainers ?? [];
+    const names = new Set(init.flatMap((c) => (c.volumeMounts ?? []).map((m) => m.name)));
+    return { init, volumes: (spec.volumes ?? []).filter((v) => names.has(v.name)) };
+  };
+  const [a, b] = [installer(dra), installer(plugin)];
+  const problems = [];
+  if (b.init.length === 0) problems.push("the device plugin's DaemonSet has no init container");
+  if (canonical(a.init) !== canonical(b.init)) problems.push("the init containers differ");
+  if (canonical(a.volumes) !== canonical(b.volumes))
+    problems.push("the init containers' volumes differ");
+  return problems;
+}
+
+// The claims of examples/dra: every request's class of this driver exists, every constraint
+// names requests of its own claim, every pod's claims exist beside it.
+function exampleClaimProblems(objects, deviceClasses) {
+  const problems = [];
+  const claimSpecs = objects.flatMap((o) =>
+    o.kind === "ResourceClaim"
+      ? [[o, o.spec]]
+      : o.kind === "ResourceClaimTemplate"
+        ? [[o, o.spec?.spec]]
+        : [],
+  );
+  for (const [o, spec] of claimSpecs) {
+    const requests = spec?.devices?.requests ?? [];
+    const names = new Set(requests.map((r) => r.name));
+    for (const r of requests) {
+      const cls = r.exactly?.deviceClassName;
+      if (cls?.endsWith("rdma.kube-rdma.io") && !deviceClasses.has(cls))
+        problems.push(`${idOf(o)}: request ${r.name}: no DeviceClass ${cls} in the DRA manifests`);
+    }
+    for (const c of spec?.devices?.constraints ?? []) {
+      for (const r of c.requests ?? []) {
+        if (!names.has(r))
+          problems.push(`${idOf(o)}: a constraint names request ${r}, which the claim lacks`);
+      }
+    }
+  }
+  for (const obj of objects) {
+    for (const { where, pod } of podsOf(obj)) {
+      const ns = pod.metadata.namespace;
+      const declared = new Set((pod.spec?.resourceClaims ?? []).map((c) => c.name));
+      for (const c of pod.spec?.resourceClaims ?? []) {
+        const [kind, name] = c.resourceClaimName
+          ? ["ResourceClaim", c.resourceClaimName]
+          : ["ResourceClaimTemplate", c.resourceClaimTemplateName];
+        if (
+          !objects.some(
+            (o) =>
+              o.kind === kind &&
+              o.metadata?.name === name &&
+              (o.metadata?.namespace ?? "default") === ns,
+          )
+        )
+          problems.push(`${idOf(obj)}${where}: no ${kind} ${ns}/${name} beside it`);
+      }
+      for (const c of [...(pod.spec?.containers ?? []), ...(pod.spec?.initContainers ?? [])]) {
+        for (const claim of c.resources?.claims ?? []) {
+          if (!declared.has(claim.name))
+            problems.push(
+              `${idOf(obj)}${where}: container ${c.name} uses claim ${claim.name}, ` +
+                "not in spec.resourceClaims",
+            );
+        }
+      }
+    }
   }
   return problems;
 }
@@ -513,7 +882,9 @@ function pluginLaunch(daemonSet) {
       const v = (pod.volumes ?? []).find((x) => x.name === m.name) ?? {};
       const source = v.hostPath
         ? { hostPath: v.hostPath.path }
-        : { configMap: v.configMap?.name ?? `(volume ${m.name} is neither hostPath nor configMap)` };
+        : {
+            configMap: v.configMap?.name ?? `(volume ${m.name} is neither hostPath nor configMap)`,
+          };
       return { mountPath: m.mountPath, ...source, readOnly: m.readOnly ?? false };
     }),
   };
@@ -542,6 +913,246 @@ function discoveryProblems(objects, verbsPod) {
     }
   }
   return problems;
+}
+
+// ---- an API server for in-cluster clients ---------------------------------------------------
+
+// The program in user and mount namespaces of its own with `dir` bound over /var/run, where
+// in-cluster clients read their service-account files.
+const withVarRun = (dir, argv) => [
+  "unshare",
+  "-rm",
+  "sh",
+  "-ec",
+  'mount --bind "$0" /var/run; exec "$@"',
+  dir,
+  ...argv,
+];
+
+// Whether this machine lets an unprivileged process do that (containers often may not).
+function canBindVarRun(scratch) {
+  try {
+    const [command, ...args] = withVarRun(scratch, ["true"]);
+    execFileSync(command, args, { stdio: "ignore" });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+// A stand-in for the API server a DaemonSet's in-cluster client talks to, enforcing the render's
+// own access rules: HTTPS on 127.0.0.1 with a throw-away certificate, the pod's bearer token
+// standing for its ServiceAccount with the node-name claim of a pod-bound token, the rules of the
+// ClusterRoles bound to that account, and the render's ValidatingAdmissionPolicies on writes.
+// It keeps the Node and ResourceSlices in memory with resourceVersions (a stale update gets 409);
+// anything else is 404. Every request is recorded with its verb and whether it was refused.
+async function startApiServer(objects, pod, namespace, node, scratch) {
+  const account = { namespace, name: pod.serviceAccountName ?? "default" };
+  const dir = mkdtempSync(join(scratch, "apiserver-"));
+  execFileSync(
+    "openssl",
+    [
+      "req",
+      "-x509",
+      "-newkey",
+      "ec",
+      "-pkeyopt",
+      "ec_paramgen_curve:prime256v1",
+      "-nodes",
+      "-days",
+      "1",
+      "-subj",
+      "/CN=kube-apiserver",
+      "-addext",
+      "subjectAltName=IP:127.0.0.1",
+      "-keyout",
+      join(dir, "key.pem"),
+      "-out",
+      join(dir, "cert.pem"),
+    ],
+    { stdio: "ignore" },
+  );
+  const token = "manifests-test-token";
+  const username = `system:serviceaccount:${account.namespace}:${account.name}`;
+  const userInfo = { username, extra: { "authentication.kubernetes.io/node-name": [node] } };
+  const rules = objects
+    .filter(
+      (b) =>
+        b.kind === "ClusterRoleBinding" &&
+        (b.subjects ?? []).some(
+          (s) =>
+            s.kind === "ServiceAccount" &&
+            s.name === account.name &&
+            s.namespace === account.namespace,
+        ),
+    )
+    .flatMap(
+      (b) =>
+        objects.find((r) => r.kind === "ClusterRole" && r.metadata?.name === b.roleRef?.name)
+          ?.rules ?? [],
+    );
+  const allowed = (verb, group, resource) =>
+    rules.some(
+      (r) =>
+        (r.apiGroups ?? []).some((g) => g === group || g === "*") &&
+        (r.resources ?? []).some((x) => x === resource || x === "*") &&
+        (r.verbs ?? []).some((v) => v === verb || v === "*"),
+    );
+  const policies = objects.filter((o) => o.kind === "ValidatingAdmissionPolicy");
+
+  let version = 1;
+  const store = new Map(); // "<resource>/<name>" -> object
+  store.set(`nodes/${node}`, {
+    apiVersion: "v1",
+    kind: "Node",
+    metadata: { name: node, uid: "6f1c0d2e-0000-4000-8000-000000000001", resourceVersion: "1" },
+  });
+  const requests = [];
+
+  const handle = (req, body, reply) => {
+    if (req.headers.authorization !== `Bearer ${token}`) return reply(401, "Unauthorized");
+    const url = new URL(req.url, "https://127.0.0.1");
+    const m =
+      /^\/api\/v1\/(?:namespaces\/[^/]+\/)?([a-z]+)(?:\/([^/]+))?$/.exec(url.pathname) ??
+      /^\/apis\/([^/]+)\/[^/]+\/(?:namespaces\/[^/]+\/)?([a-z]+)(?:\/([^/]+))?$/.exec(url.pathname);
+    if (!m) return reply(404, `no route ${url.pathname}`);
+    const [group, resource, name] = url.pathname.startsWith("/api/")
+      ? ["", m[1], m[2]]
+      : [m[1], m[2], m[3]];
+    const verb = {
+      GET: name ? "get" : url.searchParams.get("watch") ? "watch" : "list",
+      POST: "create",
+      PUT: "update",
+      PATCH: "patch",
+      DELETE: name ? "delete" : "deletecollection",
+    }[req.method];
+    const record = { verb, resource, refused: false };
+    requests.push(record);
+    const refuse = (code, message) => {
+      record.refused = true;
+      return reply(code, message);
+    };
+    if (!allowed(verb, group, resource))
+      return refuse(
+        403,
+        `${username} cannot ${verb} resource "${resource}" in API group "${group}"`,
+      );
+    const key = `${resource}/${name}`;
+    const old = name ? store.get(key) : undefined;
+    let object = body ? JSON.parse(body) : null;
+    const operation = { create: "CREATE", update: "UPDATE", delete: "DELETE" }[verb];
+    for (const policy of operation ? policies : []) {
+      const matches = (policy.spec?.matchConstraints?.resourceRules ?? []).some(
+        (r) =>
+          r.apiGroups?.includes(group) &&
+          r.resources?.includes(resource) &&
+          r.operations?.includes(operation),
+      );
+      if (!matches) continue;
+      const request = { operation, userInfo, resource: { group, version: "v1", resource } };
+      const { verdict, errors } = policyVerdict(policy, {
+        request,
+        object: verb === "delete" ? null : object,
+        oldObject: verb === "create" ? null : (old ?? null),
+        params: null,
+      });
+      if (errors.length || verdict.startsWith("denied"))
+        return refuse(422, `${policy.metadata.name}: ${errors.join("; ") || verdict}`);
+    }
+    if (verb === "get") return old ? reply(200, old) : reply(404, `${key} not found`);
+    if (verb === "list") {
+      const wanted = (url.searchParams.get("fieldSelector") ?? "")
+        .split(",")
+        .filter((f) => f)
+        .map((f) => f.split("="));
+      const value = (o, path) => path.split(".").reduce((v, k) => v?.[k], o);
+      const items = [...store.entries()]
+        .filter(([k]) => k.startsWith(`${resource}/`))
+        .map(([, o]) => o)
+        .filter((o) => wanted.every(([path, v]) => value(o, path) === v));
+      return reply(200, { kind: "List", metadata: { resourceVersion: `${version}` }, items });
+    }
+    if (verb === "create") {
+      const suffix = Math.random().toString(36).slice(2, 7);
+      const generated = `${object.metadata.generateName ?? ""}${suffix}`;
+      object.metadata = { ...object.metadata, name: object.metadata.name ?? generated };
+      object.metadata.uid = `uid-${object.metadata.name}`;
+      object.metadata.resourceVersion = `${++version}`;
+      store.set(`${resource}/${object.metadata.name}`, object);
+      return reply(201, object);
+    }
+    if (!old) return reply(404, `${key} not found`);
+    if (verb === "update") {
+      if (object.metadata?.resourceVersion !== old.metadata.resourceVersion)
+        return reply(409, `${key}: the object has been modified`);
+      object.metadata.resourceVersion = `${++version}`;
+      store.set(key, object);
+      return reply(200, object);
+    }
+    if (verb === "delete") {
+      store.delete(key);
+      return reply(200, old);
+    }
+    return reply(405, `${verb} is not served here`);
+  };
+
+  const server = createHttpsServer(
+    { key: readFileSync(join(dir, "key.pem")), cert: readFileSync(join(dir, "cert.pem")) },
+    (req, res) => {
+      let body = "";
+      req.on("data", (d) => (body += d));
+      req.on("end", () =>
+        handle(req, body, (code, content) => {
+          const status = {
+            kind: "Status",
+            apiVersion: "v1",
+            status: "Failure",
+            message: content,
+            code,
+          };
+          res.writeHead(code, { "Content-Type": "application/json" });
+          res.end(JSON.stringify(code < 300 ? content : status));
+        }),
+      );
+    },
+  );
+  await new Promise((ok) => server.listen(0, "127.0.0.1", ok));
+
+  // What the kubelet mounts for a pod with a token (the pod's automountServiceAccountToken, else
+  // its ServiceAccount's), under a directory bound over /var/run.
+  const run = mkdtempSync(join(scratch, "run-"));
+  const serviceAccount = objects.find(
+    (o) =>
+      o.kind === "ServiceAccount" &&
+      o.metadata?.name === account.name &&
+      o.metadata?.namespace === namespace,
+  );
+  if (pod.automountServiceAccountToken ?? serviceAccount?.automountServiceAccountToken ?? true) {
+    const sa = join(run, "secrets/kubernetes.io/serviceaccount");
+    mkdirSync(sa, { recursive: true });
+    writeFileSync(join(sa, "token"), token);
+    writeFileSync(join(sa, "ca.crt"), readFileSync(join(dir, "cert.pem")));
+    writeFileSync(join(sa, "namespace"), namespace);
+  }
+  return {
+    requests,
+    slices: () =>
+      [...store.entries()].filter(([k]) => k.startsWith("resourceslices/")).map(([, o]) => o),
+    // The program with that directory over /var/run, and the address the kubelet puts in every
+    // pod's environment.
+    launch: {
+      wrap: (argv) => withVarRun(run, argv),
+      env: {
+        KUBERNETES_SERVICE_HOST: "127.0.0.1",
+        KUBERNETES_SERVICE_PORT: `${server.address().port}`,
+      },
+    },
+    close: () =>
+      new Promise((ok) => {
+        server.closeAllConnections();
+        server.close(ok);
+      }),
+  };
 }
 
 // ---- the programs, started as the manifests start them --------------------------------------
@@ -590,7 +1201,24 @@ async function untilTrue(fn, deadlineMs, stop) {
 // mapped to local directories, ports to free local ports), waits for its liveness and readiness
 // probes to pass (and, with --nfd-features-file, for the labels file in its mount), then sends
 // SIGTERM and expects a clean exit within the pod's grace period.
-async function runAsManifested(workload, objects, programs, fixture, scratch, whileReady) {
+//
+// whileReady(portOf, hostDir, exited) runs while it is up: portOf(container port or its name) is
+// the local port, hostDir(host path) the local directory of that hostPath volume, exited() true
+// once the program is gone.
+//
+// Options: launch ({wrap(argv), env}) starts it wrapped, with more environment (an API server's
+// address, see startApiServer). expectedStop ({code, output, why}): the program cannot run to the
+// end here; it gets the container's environment without an API server's address and must exit
+// with that code and output on its own.
+async function runAsManifested(
+  workload,
+  objects,
+  programs,
+  fixture,
+  scratch,
+  whileReady,
+  { launch, expectedStop } = {},
+) {
   const problems = [];
   const pod = workload.spec.template.spec;
   const c = pod.containers[0];
@@ -620,7 +1248,7 @@ async function runAsManifested(workload, objects, programs, fixture, scratch, wh
   // Paths the container reads from its own root rather than a volume.
   const ownRoot = { "/proc": join(fixture, "proc") };
 
-  const env = { "spec.nodeName": "node-1", "status.podIP": "127.0.0.1" };
+  const env = { "spec.nodeName": testNode, "status.podIP": "127.0.0.1" };
   const vars = Object.fromEntries(
     (c.env ?? []).map((e) => [e.name, e.value ?? env[e.valueFrom?.fieldRef?.fieldPath]]),
   );
@@ -656,7 +1284,13 @@ async function runAsManifested(workload, objects, programs, fixture, scratch, wh
     return m[1] + value;
   });
 
-  const child = spawn(program, args, { stdio: ["ignore", "pipe", "pipe"] });
+  const childEnv = { ...process.env, ...vars, ...launch?.env };
+  if (expectedStop) {
+    delete childEnv.KUBERNETES_SERVICE_HOST;
+    delete childEnv.KUBERNETES_SERVICE_PORT;
+  }
+  const argv = launch ? launch.wrap([program, ...args]) : [program, ...args];
+  const child = spawn(argv[0], argv.slice(1), { stdio: ["ignore", "pipe", "pipe"], env: childEnv });
   let output = "";
   child.stdout.on("data", (d) => (output += d));
   child.stderr.on("data", (d) => (output += d));
@@ -664,6 +1298,28 @@ async function runAsManifested(workload, objects, programs, fixture, scratch, wh
   const exit = new Promise((ok) =>
     child.on("exit", (code, signal) => ok((exited = { code, signal }))),
   );
+  if (expectedStop) {
+    // A generous deadline to get there, not a speed check.
+    const result = await Promise.race([
+      exit,
+      new Promise((ok) => setTimeout(() => ok(null), 20000)),
+    ]);
+    if (result === null) {
+      child.kill("SIGKILL");
+      problems.push(`still running after 20 s; expected it to stop (${expectedStop.why})`);
+    } else if (result.code !== expectedStop.code || !expectedStop.output.test(output)) {
+      problems.push(
+        `exited with ${result.code ?? result.signal}; expected ${expectedStop.code} and ` +
+          `${expectedStop.output} (${expectedStop.why})`,
+      );
+    }
+    if (problems.length)
+      problems.push(
+        `command: ${program} ${args.join(" ")}`,
+        ...output.trim().split("\n").slice(-8),
+      );
+    return problems;
+  }
 
   for (const [kind, probe] of [
     ["liveness", c.livenessProbe],
@@ -694,10 +1350,18 @@ async function runAsManifested(workload, objects, programs, fixture, scratch, wh
     const file = features.slice("--nfd-features-file=".length);
     const word = "[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?";
     const label = new RegExp(`^kube-rdma\\.io/${word}=${word}$`);
-    if (!(await untilTrue(async () => existsSync(file), 20000, () => exited !== null))) {
+    if (
+      !(await untilTrue(
+        async () => existsSync(file),
+        20000,
+        () => exited !== null,
+      ))
+    ) {
       problems.push(`the NFD feature file was not written in the features.d mount (${features})`);
     } else {
-      const lines = readFileSync(file, "utf8").split("\n").filter((l) => l.trim() !== "");
+      const lines = readFileSync(file, "utf8")
+        .split("\n")
+        .filter((l) => l.trim() !== "");
       if (!lines.some((l) => l.startsWith("# +expiry-time="))) problems.push("no expiry-time");
       if (!lines.includes("kube-rdma.io/rdma=true")) problems.push("no kube-rdma.io/rdma=true");
       for (const l of lines.filter((l) => !l.startsWith("#") && !label.test(l)))
@@ -707,7 +1371,13 @@ async function runAsManifested(workload, objects, programs, fixture, scratch, wh
   if (problems.length === 0 && exited === null && whileReady) {
     const named = (name) =>
       (c.ports ?? []).find((p) => p.name === name || p.containerPort === name);
-    problems.push(...(await whileReady((name) => ports.get(named(name)?.containerPort))));
+    const hostDir = (path) => {
+      const volume = (pod.volumes ?? []).find((v) => v.hostPath?.path === path);
+      const mount = (c.volumeMounts ?? []).find((m) => m.name === volume?.name);
+      return mount && mounts.get(mount.mountPath);
+    };
+    const portOf = (name) => ports.get(named(name)?.containerPort);
+    problems.push(...(await whileReady(portOf, hostDir, () => exited !== null)));
   }
   const stopped = exited === null;
   if (stopped) child.kill("SIGTERM");
@@ -805,13 +1475,78 @@ function callAsApiServer(objects, pods) {
   };
 }
 
+// rdma-dra-driver as its DaemonSet runs it, in-cluster: its service-account files where the
+// kubelet puts them (in a mount namespace of its own) and an API server that applies the render's
+// RBAC and ValidatingAdmissionPolicy (startApiServer). It must register with the kubelet (both
+// sockets in the host directories of the manifest), publish the fixture node's slice (the
+// devices of the A100 golden slice, on this node) without a refused request, and stop on SIGTERM.
+// Where user namespaces are not allowed, it runs without an API server and must get past its
+// arguments and config (flag errors exit 2, a bad config 1 with "cannot load the configuration")
+// and stop at the API client.
+async function runDraDriver(label, w, objects, programs, fixture, scratch, slicePath) {
+  const name = `${label}: ${w.kind} ${w.metadata.name} starts as manifested`;
+  if (!canBindVarRun(scratch)) {
+    const stop = { code: 1, output: /cannot configure the API client/, why: "no API server" };
+    const problems = await runAsManifested(w, objects, programs, fixture, scratch, undefined, {
+      expectedStop: stop,
+    });
+    check(`${name} (no user and mount namespaces here: up to the API client)`, problems);
+    return;
+  }
+  const api = await startApiServer(
+    objects,
+    w.spec.template.spec,
+    w.metadata.namespace,
+    testNode,
+    scratch,
+  );
+  const golden = JSON.parse(readFileSync(slicePath, "utf8"));
+  const whileRunning = async (_portOf, hostDir, exited) => {
+    const sockets = [
+      join(hostDir("/var/lib/kubelet/plugins_registry") ?? "", `${draDriverName}-reg.sock`),
+      join(hostDir(`/var/lib/kubelet/plugins/${draDriverName}`) ?? "", "dra.sock"),
+    ];
+    const up = async () => api.slices().length > 0 && sockets.every((f) => existsSync(f));
+    if (!(await untilTrue(up, 20000, exited))) {
+      const found = sockets.map((f) => `${basename(f)} ${existsSync(f) ? "there" : "missing"}`);
+      return [
+        `${exited() ? "it exited" : "after 20 s"}: ${api.slices().length} slices published, ` +
+          `sockets ${found.join(", ")}`,
+      ];
+    }
+    const problems = api
+      .slices()
+      .flatMap((slice) => [
+        ...(slice.spec?.nodeName !== testNode ? [`a slice for node ${slice.spec?.nodeName}`] : []),
+        ...(canonical(slice.spec?.devices) !== canonical(golden.spec.devices)
+          ? ["the published devices differ from the golden slice's"]
+          : []),
+      ]);
+    if (api.slices().length !== 1) problems.push(`${api.slices().length} slices, not one`);
+    return problems;
+  };
+  const problems = await runAsManifested(w, objects, programs, fixture, scratch, whileRunning, {
+    launch: api.launch,
+  });
+  await api.close();
+  const refused = api.requests.filter((r) => r.refused);
+  problems.push(...new Set(refused.map((r) => `refused: ${r.verb} ${r.resource}`)));
+  const calls = [...new Set(api.requests.map((r) => `${r.verb} ${r.resource}`))];
+  check(
+    `${name} in-cluster, against an API server applying the render's RBAC and policy ` +
+      `(${calls.join(", ")}): registers its sockets, publishes the A100 slice, stops on SIGTERM`,
+    problems,
+  );
+}
+
 // Each distinct workload (its container, volumes and the data they mount) of every overlay, run
 // once. The serving certificate that cert-manager would issue comes from the static-certs render
 // (made by scripts/gen-webhook-certs.sh).
 async function runPrograms(rendered, args, examplePods) {
   const programs = {
-    "/usr/bin/rdma-device-plugin": args.plugin,
+    [pluginCommand]: args.plugin,
     "/usr/bin/rdma-webhook": args.webhook,
+    [draCommand]: args.dra,
   };
   const fixture = join(args.fixtures, "a100-roce");
   const secrets = rendered.flatMap((r) => r.objects.filter((o) => o.kind === "Secret"));
@@ -846,11 +1581,18 @@ async function runPrograms(rendered, args, examplePods) {
       seen.add(key);
       const scratch = mkdtempSync(join(tmpdir(), "kube-rdma-manifests-"));
       try {
-        const webhook = w.spec.template.spec.containers[0].command?.[0] === "/usr/bin/rdma-webhook";
+        const command = w.spec.template.spec.containers[0].command?.[0];
+        const webhook = command === "/usr/bin/rdma-webhook";
+        if (command === draCommand) {
+          await runDraDriver(label, w, withSecrets, programs, fixture, scratch, args.slice);
+          continue;
+        }
         const pods = webhook ? examplePods(label) : [];
         const call = webhook ? callAsApiServer(withSecrets, pods) : undefined;
         const problems = await runAsManifested(w, withSecrets, programs, fixture, scratch, call);
-        const nfd = (pod.containers[0].args ?? []).some((a) => a.startsWith("--nfd-features-file="));
+        const nfd = (pod.containers[0].args ?? []).some((a) =>
+          a.startsWith("--nfd-features-file="),
+        );
         check(
           `${label}: ${w.kind} ${w.metadata.name} starts as manifested, passes its probes` +
             (nfd ? ", writes its NFD labels into the features.d mount" : "") +
@@ -907,7 +1649,8 @@ async function main() {
     check(`${label}: renders, ${objects.length} objects valid`, problems);
     check(`${label}: every name an object refers to exists`, referenceProblems(objects));
     const verbs = objects.some(
-      (o) => o.kind === "DaemonSet" && discoveryOf(o.spec.template.spec.containers[0]).includes("verbs"),
+      (o) =>
+        o.kind === "DaemonSet" && discoveryOf(o.spec.template.spec.containers[0]).includes("verbs"),
     );
     check(
       `${label}: the device plugin names its discovery backend` +
@@ -931,6 +1674,37 @@ async function main() {
       );
     }
   }
+  // Dynamic Resource Allocation: the renders that run rdma-dra-driver.
+  const slice = JSON.parse(readFileSync(args.slice, "utf8"));
+  check(
+    `${basename(args.slice)}, the slice rdma-dra-driver publishes for the A100 fixture, is valid`,
+    await validateObject(slice),
+  );
+  const plugin = rendered.map((r) => pluginDaemonSet(r.objects)).find((ds) => ds);
+  const draClasses = new Set();
+  const draRenders = rendered.filter((r) => draDaemonSet(r.objects));
+  if (draRenders.length === 0) check("a render runs rdma-dra-driver", ["none does"]);
+  for (const { label, objects } of draRenders) {
+    for (const c of objects.filter((o) => o.kind === "DeviceClass"))
+      draClasses.add(c.metadata.name);
+    deviceClassChecks(label, objects, slice);
+    slicePolicyChecks(label, objects, slice);
+    check(
+      `${label}: rdma-dra-driver's socket, CDI and state directories: the same paths on the host`,
+      sharedPathProblems(draDaemonSet(objects)),
+    );
+    check(
+      `${label}: rdma-dra-driver in place of the device plugin, installing the memlock hook ` +
+        "as the device plugin does",
+      [
+        ...(plugin
+          ? memlockInstallerProblems(draDaemonSet(objects), plugin)
+          : ["no device plugin rendered"]),
+        ...(pluginDaemonSet(objects) ? ["the device plugin's DaemonSet is still there"] : []),
+      ],
+    );
+  }
+
   if (!mwcConditions || mwcConditions.length === 0) {
     check("matchConditions found", [
       "no MutatingWebhookConfiguration with matchConditions was rendered",
@@ -996,6 +1770,7 @@ async function main() {
         pods++;
       }
     }
+    problems.push(...exampleClaimProblems(objects, draClasses));
     check(
       `examples/${file}: ${objects.length} objects, ${pods} pods valid and sent to the webhook`,
       problems,
