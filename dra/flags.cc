@@ -44,6 +44,7 @@ Result<DraFlags> parseDraFlags(const std::vector<std::string>& args,
       },
       "/healthz fails when the kubelet has not registered the driver, or no ResourceSlice round "
       "has succeeded, for this long (default 1m)");
+  addNfdFeaturesOptions(*app, flags.nfd_features_file, flags.nfd_features_ttl);
   addLogFormatOption(*app, flags.log_format);
 
   Result<std::string> parsed = parseArgs(*app, args);

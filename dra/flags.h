@@ -25,6 +25,10 @@ struct DraFlags {
   // /healthz fails when the kubelet has not registered the driver, or no ResourceSlice round has
   // succeeded, for this long.
   std::chrono::milliseconds health_timeout = std::chrono::minutes(1);
+  // Node labels for NFD's local source (docs/node-labels.md); empty: not written.
+  std::string nfd_features_file;
+  // The file's expiry-time is this far ahead; it is rewritten half-way.
+  std::chrono::seconds nfd_features_ttl = std::chrono::minutes(10);
   LogFormat log_format = LogFormat::kText;
   // --help or --version: print this and exit 0 instead of running.
   std::string exit_message;

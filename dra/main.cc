@@ -5,11 +5,15 @@
 #include <filesystem>
 #include <ctime>
 #include <iostream>
+#include <optional>
 
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/metrics.h"
+#include "common/nfd_feature_writer.h"
+#include "common/nfd_features.h"
 #include "common/plugin_config.h"
+#include "common/pools.h"
 #include "common/sysfs_attributes.h"
 #include "common/sysfs_discovery.h"
 #include "dra/api_claim_reader.h"
@@ -129,10 +133,29 @@ int run(const DraFlags& flags, const sigset_t& signals, Logger& logger) {
                 {{"port", std::to_string(metrics_server->port())}});
   }
 
+  // Node labels for NFD: computed when the topology changes, written when they change and before
+  // the file expires.
+  std::optional<NfdFeatureWriter> nfd;
+  if (!flags.nfd_features_file.empty()) {
+    nfd.emplace(flags.nfd_features_file, flags.nfd_features_ttl, std::make_shared<RealClock>());
+  }
+  const SnapshotRoots snapshot_roots{flags.sysfs_root, flags.proc_root, flags.dev_root};
+  const auto labelsOf = [&](const NodeTopology& node) {
+    return nfd ? nodeLabels(node, buildPools(node, *config), gpuDirectReady(node, snapshot_roots))
+               : NodeLabels();
+  };
+  NodeLabels labels = labelsOf(topology);
+
   // Rediscovery every second, between signals: port states reach the health stream, device
   // changes the slices and the preparer.
   const timespec period{1, 0};
   while (true) {
+    if (nfd) {
+      if (Result<bool> written = nfd->update(labels); !written) {
+        logger.warn("cannot write the NFD features file",
+                    {{"path", nfd->path()}, {"error", written.error().message}});
+      }
+    }
     const int received = sigtimedwait(&signals, nullptr, &period);
     if (received > 0) {
       logger.info("signal received, stopping", {{"signal", strsignal(received)}});
@@ -147,6 +170,7 @@ int run(const DraFlags& flags, const sigset_t& signals, Logger& logger) {
     health.update(deviceHealth(topology, *config));
     preparer.setTopology(topology);
     publisher.set(topology);
+    labels = labelsOf(topology);
   }
   publisher.stop();
   return 0;

@@ -20,6 +20,7 @@
 #include "pluginregistration/v1/api.grpc.pb.h"
 #include "test/dra/dra_test_support.h"
 #include "test/dra/simulated_api.h"
+#include "test/nfd_feature_reader.h"
 #include "test/plugin/plugin_process.h"
 #include "test/webhook/eventually.h"
 
@@ -38,16 +39,32 @@ protected:
 
   // Starts the driver on `node` (a fixture directory) with its sockets, CDI specs and checkpoint
   // in the test's directory, which a restarted driver finds again.
-  void startDriver(const std::string& node = std::string(KUBE_RDMA_FIXTURES) + "/a100-roce") {
+  void startDriver(const std::string& node = std::string(KUBE_RDMA_FIXTURES) + "/a100-roce",
+                   const std::vector<std::string>& extra_args = {}) {
     metrics_port_ = freeLoopbackPort();
-    auto process = PluginProcess::start(
-        KUBE_RDMA_DRA_DRIVER_BINARY,
-        {"--node-name", kTestNode, "--kubeconfig", api_.writeKubeconfig(), "--sysfs-root",
-         node + "/sys", "--proc-root", node + "/proc", "--plugin-registry-dir",
-         dir_.path() + "/plugins_registry", "--plugin-dir", dir_.path() + "/plugins/dra",
-         "--cdi-dir", dir_.path() + "/cdi", "--state-dir", dir_.path() + "/state",
-         "--metrics-address", "127.0.0.1:" + std::to_string(metrics_port_)},
-        dir_.path() + "/driver.log");
+    std::vector<std::string> args{"--node-name",
+                                  kTestNode,
+                                  "--kubeconfig",
+                                  api_.writeKubeconfig(),
+                                  "--sysfs-root",
+                                  node + "/sys",
+                                  "--proc-root",
+                                  node + "/proc",
+                                  "--dev-root",
+                                  node + "/dev",
+                                  "--plugin-registry-dir",
+                                  dir_.path() + "/plugins_registry",
+                                  "--plugin-dir",
+                                  dir_.path() + "/plugins/dra",
+                                  "--cdi-dir",
+                                  dir_.path() + "/cdi",
+                                  "--state-dir",
+                                  dir_.path() + "/state",
+                                  "--metrics-address",
+                                  "127.0.0.1:" + std::to_string(metrics_port_)};
+    args.insert(args.end(), extra_args.begin(), extra_args.end());
+    auto process =
+        PluginProcess::start(KUBE_RDMA_DRA_DRIVER_BINARY, args, dir_.path() + "/driver.log");
     ASSERT_TRUE(process.ok()) << process.error().message;
     driver_ = std::move(*process);
     // Not the socket file: one a killed driver left behind is there already.
@@ -197,6 +214,23 @@ TEST_F(DriverProcess, ADriverRestartedAfterSigkillUnpreparesFromTheCheckpoint) {
   startDriver();
   EXPECT_EQ(unprepare("train-0-rdma-x7k2p", uid).error(), "") << driver_->logs();
   EXPECT_FALSE(std::filesystem::exists(spec));
+}
+
+// Issue 18: the driver writes NFD's feature file as the device plugin does, gpudirect-rdma from the
+// doctor's GPUDirect check (nvidia_peermem is loaded on the A100 node).
+TEST_F(DriverProcess, WritesTheNfdFeaturesFile) {
+  const std::string path = dir_.path() + "/features.d/kube-rdma";
+  startDriver(std::string(KUBE_RDMA_FIXTURES) + "/a100-roce", {"--nfd-features-file", path});
+  const auto labels = [&] {
+    auto file = readNfdFeatureFile(readTestFile(path), std::chrono::system_clock::now());
+    return file.ok() ? file->labels : std::map<std::string, std::string>{};
+  };
+  ASSERT_TRUE(eventually([&] { return !labels().empty(); })) << driver_->logs();
+  EXPECT_EQ(labels(), kA100RoceLabels);
+  const auto expiry =
+      readNfdFeatureFile(readTestFile(path), std::chrono::system_clock::now())->expiry;
+  ASSERT_TRUE(expiry.has_value());
+  EXPECT_GT(*expiry, std::chrono::system_clock::now() + std::chrono::minutes(9));
 }
 
 // The exposition as the Prometheus project's Python client parses it (test/plugin/

@@ -21,6 +21,8 @@ std::vector<std::string> fields(const DraFlags& f) {
           f.state_dir,
           f.metrics_address,
           formatDuration(f.health_timeout),
+          f.nfd_features_file,
+          formatDuration(f.nfd_features_ttl),
           f.log_format == LogFormat::kJson ? "json" : "text",
           f.exit_message};
 }
@@ -32,7 +34,7 @@ TEST(DraFlags, DefaultsAreTheNodePathsAndTheNodeComesFromTheEnvironment) {
             (std::vector<std::string>{"gpu-node-1", "", "", "/sys", "/proc", "/dev",
                                       "/var/lib/kubelet/plugins_registry",
                                       "/var/lib/kubelet/plugins/rdma.kube-rdma.io", "/var/run/cdi",
-                                      "/var/run/kube-rdma/dra", "", "1m", "text", ""}));
+                                      "/var/run/kube-rdma/dra", "", "1m", "", "10m", "text", ""}));
 }
 
 TEST(DraFlags, EveryFlagInBothSpellings) {
@@ -55,13 +57,16 @@ TEST(DraFlags, EveryFlagInBothSpellings) {
                               "--metrics-address=:9436",
                               "--health-timeout",
                               "90s",
+                              "--nfd-features-file=/f",
+                              "--nfd-features-ttl",
+                              "1m30s",
                               "--log-format=json"},
                              "from-env");
   ASSERT_TRUE(flags.ok()) << flags.error().message;
   EXPECT_EQ(fields(*flags),
             (std::vector<std::string>{"n2", "/etc/kube-rdma/config.json", "/etc/kube/config",
                                       "/host/sys", "/host/proc", "/host/dev", "/r", "/p", "/c",
-                                      "/s", ":9436", "90s", "json", ""}));
+                                      "/s", ":9436", "90s", "/f", "90s", "json", ""}));
 }
 
 TEST(DraFlags, ANodeNameIsRequired) {
