@@ -93,6 +93,25 @@ void addDiscoveryOption(CLI::App& app, DiscoveryBackend& backend) {
       ->type_name("BACKEND");
 }
 
+void addNfdFeaturesOptions(CLI::App& app, std::string& file, std::chrono::seconds& ttl) {
+  app.add_option("--nfd-features-file", file,
+                 "write node labels there for Node Feature Discovery's local source, e.g. "
+                 "/etc/kubernetes/node-feature-discovery/features.d/kube-rdma (default: off)")
+      ->type_name("FILE");
+  addDurationOption(
+      app, "--nfd-features-ttl", std::chrono::seconds(2), std::chrono::hours(24),
+      [&ttl](std::chrono::milliseconds d) {
+        if (d % std::chrono::seconds(1) != std::chrono::milliseconds(0)) {
+          return std::string("whole seconds only (an RFC 3339 expiry-time to the second)");
+        }
+        ttl = std::chrono::duration_cast<std::chrono::seconds>(d);
+        return std::string();
+      },
+      "how long NFD keeps the labels if the daemon stops rewriting them; rewritten half-way "
+      "(default " +
+          formatDuration(ttl) + ")");
+}
+
 Result<std::chrono::milliseconds> parseDuration(std::string_view text) {
   auto invalid = [text] {
     return makeError("'" + std::string(text) + "' is not a duration (examples: 500ms, 5s, 1m30s)");

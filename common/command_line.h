@@ -46,6 +46,11 @@ void addLogFormatOption(CLI::App& app, LogFormat& format);
 // Adds --discovery sysfs|verbs|auto, the discovery backend (docs/discovery.md).
 void addDiscoveryOption(CLI::App& app, DiscoveryBackend& backend);
 
+// Adds --nfd-features-file FILE and --nfd-features-ttl DURATION (whole seconds, at least 2 s), the
+// node labels both kubelet plugins can write for Node Feature Discovery (docs/node-labels.md).
+// `ttl` keeps its value unless the flag is given.
+void addNfdFeaturesOptions(CLI::App& app, std::string& file, std::chrono::seconds& ttl);
+
 // Go's duration units ms, s, m and h in whole numbers, alone or combined ("500ms", "5s", "1m30s"),
 // or a bare whole number of seconds (what every duration flag took before units existed).
 Result<std::chrono::milliseconds> parseDuration(std::string_view text);

@@ -76,6 +76,10 @@ public:
   }
   Histogram& histogram(const std::string& name, const std::string& help,
                        const std::vector<double>& bounds, const Labels& labels = {});
+  Histogram& histogram(const MetricFamily& family, const std::vector<double>& bounds,
+                       const Labels& labels = {}) {
+    return histogram(family.name, family.help, bounds, labels);
+  }
   // Drops every series of a gauge family, for values recomputed as a whole (devices by health).
   void clearGauge(const std::string& name);
   std::string render() const;

@@ -11,7 +11,7 @@ constexpr char kNamespace[] = "kube-rdma.io/";
 } // namespace
 
 NodeLabels nodeLabels(const NodeTopology& topology, const std::vector<NodePool>& pools,
-                      bool gpu_peer_memory) {
+                      bool gpudirect_ready) {
   NodeLabels labels;
   size_t ports = 0;
   size_t active = 0;
@@ -53,7 +53,7 @@ NodeLabels nodeLabels(const NodeTopology& topology, const std::vector<NodePool>&
     labels[ns + "port-rate-gbps"] =
         active_rates.size() == 1 ? std::to_string(*active_rates.begin()) : "mixed";
   }
-  if (gpu_peer_memory && !topology.gpus.empty()) {
+  if (gpudirect_ready && !topology.gpus.empty()) {
     labels[ns + "gpudirect-rdma"] = "true";
   }
   return labels;
@@ -69,7 +69,7 @@ std::string rfc3339Utc(std::chrono::system_clock::time_point time) {
 }
 
 std::string nfdFeatureFile(const NodeLabels& labels, std::chrono::system_clock::time_point expiry) {
-  std::string out = "# kube-rdma node labels, rewritten by rdma-device-plugin before they expire\n";
+  std::string out = "# kube-rdma node labels, rewritten by their daemon before they expire\n";
   out += "# +expiry-time=" + rfc3339Utc(expiry) + "\n";
   for (const auto& [name, value] : labels) {
     out += name + "=" + value + "\n";

@@ -23,10 +23,11 @@ using NodeLabels = std::map<std::string, std::string>;
 //   data-ports-active=N          of which ACTIVE
 //   port-rate-gbps=R or "mixed"  the rate of the ACTIVE ones, "mixed" when they differ (left out
 //                                when none is ACTIVE)
-//   gpudirect-rdma=true          GPUs present and a GPU peer-memory module loaded
+//   gpudirect-rdma=true          GPUs present and `gpudirect_ready` (gpuDirectReady, in
+//                                nfd_feature_writer.h: the doctor's GPUDirect check passes)
 // `topology` carries the port states to use (the health view's).
 NodeLabels nodeLabels(const NodeTopology& topology, const std::vector<NodePool>& pools,
-                      bool gpu_peer_memory);
+                      bool gpudirect_ready);
 
 // An NFD feature file (local source, format of NFD v0.14 and later): a comment, the
 // "# +expiry-time=" directive (RFC 3339, UTC; it applies to the lines after it), then one

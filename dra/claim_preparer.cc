@@ -5,6 +5,13 @@
 namespace kube_rdma {
 
 Result<std::vector<PreparedDevice>> ClaimPreparer::prepare(const ClaimRef& claim) {
+  const auto started = clock_.now();
+  Result<std::vector<PreparedDevice>> devices = readAndPrepare(claim);
+  metrics_.recordPrepare(devices.ok(), clock_.now() - started);
+  return devices;
+}
+
+Result<std::vector<PreparedDevice>> ClaimPreparer::readAndPrepare(const ClaimRef& claim) {
   auto text = reader_.getResourceClaim(claim.namespace_name, claim.name);
   if (!text.ok()) {
     return makeError("cannot read ResourceClaim " + claim.namespace_name + "/" + claim.name + ": " +
@@ -34,7 +41,10 @@ Result<std::vector<PreparedDevice>> ClaimPreparer::prepare(const ClaimRef& claim
 }
 
 Status ClaimPreparer::unprepare(const ClaimRef& claim) {
-  return store_.unprepare(claim.uid);
+  const auto started = clock_.now();
+  Status status = store_.unprepare(claim.uid);
+  metrics_.recordUnprepare(status.ok(), clock_.now() - started);
+  return status;
 }
 
 void ClaimPreparer::setTopology(NodeTopology topology) {

@@ -4,25 +4,28 @@
 #include <string>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/device_model.h"
 #include "common/log.h"
 #include "common/result.h"
 #include "dra/claim_preparation.h"
 #include "dra/claim_reader.h"
 #include "dra/claim_store.h"
+#include "dra/dra_metrics.h"
 
 namespace kube_rdma {
 
 // NodePrepareResources and NodeUnprepareResources for one claim, whatever the gRPC version:
 // reads the claim, prepares it (prepareClaim) and writes its files (ClaimStore). Thread-safe;
-// the node's topology can be replaced while calls run.
+// the node's topology can be replaced while calls run. Each call's outcome and duration go to
+// the metrics.
 class ClaimPreparer {
 public:
-  /** @param reader, store, logger not owned; must outlive the preparer. */
+  /** @param reader, store, logger, metrics, clock not owned; must outlive the preparer. */
   ClaimPreparer(ClaimReader& reader, ClaimStore& store, PrepareContext context,
-                NodeTopology topology, Logger& logger)
+                NodeTopology topology, Logger& logger, DraMetrics& metrics, const Clock& clock)
       : reader_(reader), store_(store), context_(std::move(context)),
-        topology_(std::move(topology)), logger_(logger) {}
+        topology_(std::move(topology)), logger_(logger), metrics_(metrics), clock_(clock) {}
 
   Result<std::vector<PreparedDevice>> prepare(const ClaimRef& claim);
   // A claim this driver never prepared is not an error (the kubelet repeats calls).
@@ -31,12 +34,17 @@ public:
   void setTopology(NodeTopology topology);
 
 private:
+  // prepare() without the metrics.
+  Result<std::vector<PreparedDevice>> readAndPrepare(const ClaimRef& claim);
+
   ClaimReader& reader_;
   ClaimStore& store_;
   const PrepareContext context_;
   std::mutex topology_mutex_;
   NodeTopology topology_;
   Logger& logger_;
+  DraMetrics& metrics_;
+  const Clock& clock_;
 };
 
 } // namespace kube_rdma

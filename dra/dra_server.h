@@ -29,6 +29,10 @@ public:
 
   const std::string& draSocket() const { return dra_server_->socketPath(); }
   const std::string& registrationSocket() const { return registration_server_->socketPath(); }
+  // Whether each socket file is still ours (the kubelet's directories may have been wiped).
+  bool draSocketPresent() const { return dra_server_->socketPresent(); }
+  bool registrationSocketPresent() const { return registration_server_->socketPresent(); }
+  RegistrationOutcome registration() const { return registration_.outcome(); }
 
 private:
   DraKubeletServer(ClaimPreparer& preparer, DraHealthService& health, const std::string& dra_socket,

@@ -33,6 +33,18 @@ Result<DraFlags> parseDraFlags(const std::vector<std::string>& args,
   app->add_option("--cdi-dir", flags.cdi_dir, "where the per-claim CDI specs go")->type_name("DIR");
   app->add_option("--state-dir", flags.state_dir, "the checkpoint and the claims' nccl.conf files")
       ->type_name("DIR");
+  app->add_option("--metrics-address", flags.metrics_address,
+                  "serve /metrics and /healthz (default: off)")
+      ->type_name("HOST:PORT");
+  addDurationOption(
+      *app, "--health-timeout", std::chrono::milliseconds(100), std::chrono::hours(24),
+      [&flags](std::chrono::milliseconds d) {
+        flags.health_timeout = d;
+        return std::string();
+      },
+      "/healthz fails when the kubelet has not registered the driver, or no ResourceSlice round "
+      "has succeeded, for this long (default 1m)");
+  addNfdFeaturesOptions(*app, flags.nfd_features_file, flags.nfd_features_ttl);
   addLogFormatOption(*app, flags.log_format);
 
   Result<std::string> parsed = parseArgs(*app, args);

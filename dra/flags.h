@@ -1,5 +1,6 @@
 #pragma once
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,14 @@ struct DraFlags {
   std::string plugin_dir = "/var/lib/kubelet/plugins/rdma.kube-rdma.io";
   std::string cdi_dir = "/var/run/cdi";
   std::string state_dir = "/var/run/kube-rdma/dra";
+  std::string metrics_address; // empty: no /metrics and /healthz
+  // /healthz fails when the kubelet has not registered the driver, or no ResourceSlice round has
+  // succeeded, for this long.
+  std::chrono::milliseconds health_timeout = std::chrono::minutes(1);
+  // Node labels for NFD's local source (docs/node-labels.md); empty: not written.
+  std::string nfd_features_file;
+  // The file's expiry-time is this far ahead; it is rewritten half-way.
+  std::chrono::seconds nfd_features_ttl = std::chrono::minutes(10);
   LogFormat log_format = LogFormat::kText;
   // --help or --version: print this and exit 0 instead of running.
   std::string exit_message;

@@ -5,21 +5,29 @@
 #include <filesystem>
 #include <ctime>
 #include <iostream>
+#include <optional>
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/metrics.h"
+#include "common/nfd_feature_writer.h"
+#include "common/nfd_features.h"
 #include "common/plugin_config.h"
+#include "common/pools.h"
 #include "common/sysfs_attributes.h"
 #include "common/sysfs_discovery.h"
 #include "dra/api_claim_reader.h"
 #include "dra/claim_preparer.h"
 #include "dra/claim_store.h"
 #include "dra/device_health.h"
+#include "dra/dra_metrics.h"
 #include "dra/dra_server.h"
+#include "dra/driver_liveness.h"
 #include "dra/flags.h"
 #include "dra/slice_publisher.h"
 #include "kubeclient/api_client.h"
 #include "kubeclient/kubeconfig.h"
+#include "rpc/metrics_server.h"
 
 namespace kube_rdma {
 namespace {
@@ -57,7 +65,13 @@ int run(const DraFlags& flags, const sigset_t& signals, Logger& logger) {
     logger.error("cannot configure the API client", {{"error", api_config.error().message}});
     return 1;
   }
-  auto api = ApiClient::fromConfig(*api_config, {}, std::make_shared<RealClock>());
+  RealClock clock;
+  const auto started = clock.now();
+  MetricsRegistry registry;
+  DraMetrics metrics(registry);
+  ClientOptions api_options;
+  api_options.on_error = [&metrics](const ApiError& error) { metrics.recordApiError(error.code); };
+  auto api = ApiClient::fromConfig(*api_config, api_options, std::make_shared<RealClock>());
   if (!api) {
     logger.error("cannot configure the API client", {{"error", api.error().message}});
     return 1;
@@ -82,8 +96,7 @@ int run(const DraFlags& flags, const sigset_t& signals, Logger& logger) {
   ApiClaimReader reader(**api);
   ClaimPreparer preparer(reader, **store,
                          PrepareContext{flags.node_name, flags.cdi_dir, flags.state_dir, *config},
-                         topology, logger);
-  RealClock clock;
+                         topology, logger, metrics, clock);
   DraHealthService health(flags.node_name, clock);
   health.update(deviceHealth(topology, *config));
   auto server = DraKubeletServer::start(flags.plugin_registry_dir, flags.plugin_dir, preparer,
@@ -94,13 +107,55 @@ int run(const DraFlags& flags, const sigset_t& signals, Logger& logger) {
   }
   logger.info("serving the kubelet", {{"dra_socket", (*server)->draSocket()},
                                       {"registration_socket", (*server)->registrationSocket()}});
-  SlicePublisher publisher(**api, flags.node_name, *config, logger);
+  SlicePublisher publisher(**api, flags.node_name, *config, logger, metrics, clock);
   publisher.start(topology);
+  MetricsServerPtr metrics_server;
+  if (!flags.metrics_address.empty()) {
+    auto started_server = MetricsServer::start(
+        flags.metrics_address,
+        [&] {
+          metrics.setPreparedClaims((*store)->preparedClaims().size());
+          return registry.render();
+        },
+        [&] {
+          const DraKubeletServer& kubelet = **server;
+          return judgeDriverLiveness({kubelet.draSocketPresent(),
+                                      kubelet.registrationSocketPresent(), kubelet.registration(),
+                                      publisher.state(), started},
+                                     clock.now(), flags.health_timeout);
+        });
+    if (!started_server) {
+      logger.error("cannot serve metrics", {{"error", started_server.error().message}});
+      return 1;
+    }
+    metrics_server = std::move(*started_server);
+    logger.info("serving /metrics and /healthz",
+                {{"port", std::to_string(metrics_server->port())}});
+  }
+
+  // Node labels for NFD: computed when the topology changes, written when they change and before
+  // the file expires.
+  std::optional<NfdFeatureWriter> nfd;
+  if (!flags.nfd_features_file.empty()) {
+    nfd.emplace(flags.nfd_features_file, flags.nfd_features_ttl, std::make_shared<RealClock>());
+  }
+  const SnapshotRoots snapshot_roots{flags.sysfs_root, flags.proc_root, flags.dev_root};
+  const auto labelsOf = [&](const NodeTopology& node) {
+    return nfd ? nodeLabels(node, buildPools(node, *config), gpuDirectReady(node, snapshot_roots))
+               : NodeLabels();
+  };
+  NodeLabels labels = labelsOf(topology);
 
   // Rediscovery every second, between signals: port states reach the health stream, device
   // changes the slices and the preparer.
   const timespec period{1, 0};
   while (true) {
+    if (nfd) {
+      if (Result<bool> written = nfd->update(labels); !written) {
+        logger.warn("cannot write the NFD features file",
+                    {{"path", nfd->path()}, {"error", written.error().message}});
+      }
+    }
     const int received = sigtimedwait(&signals, nullptr, &period);
     if (received > 0) {
       logger.info("signal received, stopping", {{"signal", strsignal(received)}});
@@ -115,6 +170,7 @@ int run(const DraFlags& flags, const sigset_t& signals, Logger& logger) {
     health.update(deviceHealth(topology, *config));
     preparer.setTopology(topology);
     publisher.set(topology);
+    labels = labelsOf(topology);
   }
   publisher.stop();
   return 0;

@@ -80,9 +80,10 @@ SliceChanges planSliceChanges(const std::vector<nlohmann::ordered_json>& wanted,
 }
 
 SlicePublisher::SlicePublisher(ApiClient& api, std::string node_name, PluginConfig config,
-                               Logger& logger, SlicePublisherOptions options)
+                               Logger& logger, DraMetrics& metrics, const Clock& clock,
+                               SlicePublisherOptions options)
     : api_(api), node_name_(std::move(node_name)), config_(std::move(config)), logger_(logger),
-      options_(options) {}
+      metrics_(metrics), clock_(clock), options_(options) {}
 
 void SlicePublisher::start(NodeTopology topology) {
   {
@@ -118,6 +119,11 @@ int64_t SlicePublisher::generation() const {
   return generation_;
 }
 
+PublishingState SlicePublisher::state() const {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  return state_;
+}
+
 void SlicePublisher::run() {
   int failures = 0;
   std::unique_lock<std::mutex> lock(mutex_);
@@ -125,12 +131,17 @@ void SlicePublisher::run() {
     const NodeTopology topology = *topology_;
     changed_ = false;
     lock.unlock();
-    const Status done = reconcile(topology);
+    const Result<bool> done = reconcile(topology);
+    if (!done.ok() || *done) {
+      metrics_.recordPublication(done.ok());
+    }
     lock.lock();
     std::chrono::milliseconds wait = options_.resync;
     if (done.ok()) {
       failures = 0;
+      state_ = PublishingState{clock_.now(), ""};
     } else {
+      state_.last_error = done.error().message;
       wait = backoffDelay(options_.backoff, failures++);
       logger_.warn(
           "publishing the ResourceSlices failed; retrying",
@@ -140,7 +151,7 @@ void SlicePublisher::run() {
   }
 }
 
-Status SlicePublisher::reconcile(const NodeTopology& topology) {
+Result<bool> SlicePublisher::reconcile(const NodeTopology& topology) {
   if (node_uid_.empty()) {
     Result<std::string> node_path = objectPath(kNodes, "", node_name_);
     if (!node_path.ok()) {
@@ -203,7 +214,7 @@ Status SlicePublisher::reconcile(const NodeTopology& topology) {
   }
   const std::lock_guard<std::mutex> lock(mutex_);
   generation_ = changes.generation;
-  return Ok{};
+  return !changes.empty();
 }
 
 } // namespace kube_rdma

@@ -12,9 +12,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/clock.h"
 #include "common/device_model.h"
 #include "common/log.h"
 #include "common/plugin_config.h"
+#include "dra/dra_metrics.h"
 #include "kubeclient/api_client.h"
 #include "kubeclient/backoff.h"
 
@@ -44,14 +46,21 @@ struct SlicePublisherOptions {
   BackoffPolicy backoff{std::chrono::milliseconds(200), std::chrono::milliseconds(5000), 2.0};
 };
 
+// How the publisher's rounds went, for /healthz.
+struct PublishingState {
+  // When a round last succeeded (changes made or none needed); none yet: empty.
+  std::optional<std::chrono::steady_clock::time_point> last_success;
+  std::string last_error; // of the last round; empty when it succeeded
+};
+
 // Keeps the node's ResourceSlices in the API equal to those of the latest topology handed to
 // it, on a thread of its own: at once after set(), every `resync` otherwise, with bounded
 // backoff while the API fails. docs/dra.md "Publishing the slices".
 class SlicePublisher {
 public:
-  /** @param api, logger not owned; must outlive the publisher. */
+  /** @param api, logger, metrics, clock not owned; must outlive the publisher. */
   SlicePublisher(ApiClient& api, std::string node_name, PluginConfig config, Logger& logger,
-                 SlicePublisherOptions options = {});
+                 DraMetrics& metrics, const Clock& clock, SlicePublisherOptions options = {});
   ~SlicePublisher() { stop(); }
   SlicePublisher(const SlicePublisher&) = delete;
   SlicePublisher& operator=(const SlicePublisher&) = delete;
@@ -63,16 +72,20 @@ public:
 
   // The generation last published; 0 before the first success.
   int64_t generation() const;
+  PublishingState state() const;
 
 private:
   void run();
-  // One round: the Node's uid once, then LIST and apply planSliceChanges.
-  Status reconcile(const NodeTopology& topology);
+  // One round: the Node's uid once, then LIST and apply planSliceChanges. True when it created,
+  // updated or deleted a slice.
+  Result<bool> reconcile(const NodeTopology& topology);
 
   ApiClient& api_;
   const std::string node_name_;
   const PluginConfig config_;
   Logger& logger_;
+  DraMetrics& metrics_;
+  const Clock& clock_;
   const SlicePublisherOptions options_;
   std::string node_uid_; // the publisher's thread only
 
@@ -82,6 +95,7 @@ private:
   bool changed_ = false;
   bool stopping_ = false;
   int64_t generation_ = 0;
+  PublishingState state_;
   std::thread thread_;
 };
 

@@ -234,14 +234,20 @@ ApiResult<ApiClient::Answer> ApiClient::exchange(const char* method, const std::
 }
 
 ApiResult<json> ApiClient::call(const char* method, const std::string& path, const json* body) {
-  ApiResult<Answer> answer = exchange(method, path, body != nullptr ? body->dump() : "");
-  if (!answer) {
-    return answer.error();
+  ApiResult<json> outcome = [&]() -> ApiResult<json> {
+    ApiResult<Answer> answer = exchange(method, path, body != nullptr ? body->dump() : "");
+    if (!answer) {
+      return answer.error();
+    }
+    if (!isSuccess(answer->status)) {
+      return errorFromAnswer(answer->status, answer->body);
+    }
+    return parseApiJson(answer->body, answer->status, std::string(method) + " " + path + " answer");
+  }();
+  if (!outcome && options_.on_error) {
+    options_.on_error(outcome.error());
   }
-  if (!isSuccess(answer->status)) {
-    return errorFromAnswer(answer->status, answer->body);
-  }
-  return parseApiJson(answer->body, answer->status, std::string(method) + " " + path + " answer");
+  return outcome;
 }
 
 ApiResult<json> ApiClient::get(const std::string& path) {

@@ -32,6 +32,9 @@ struct ClientOptions {
   // Connections kept open for reuse: a request finding one skips the TCP and TLS handshakes.
   size_t max_idle_connections = 4;
   std::string user_agent = "kube-rdma";
+  // Told of every GET, LIST, POST, PUT and DELETE that fails, as it returns (a daemon's metrics
+  // count them); empty: nobody is.
+  std::function<void(const ApiError& error)> on_error;
 };
 
 struct ListOptions {

@@ -49,21 +49,7 @@ Result<PluginFlags> parsePluginFlags(const std::vector<std::string>& args) {
       "port state and device node re-read period (default: the config's health_poll_ms, 500ms)");
   app->add_flag("--cdi", flags.cdi, "write a CDI spec and return cdi_devices in Allocate");
   app->add_option("--cdi-dir", flags.cdi_dir, "where the CDI spec goes")->type_name("DIR");
-  app->add_option("--nfd-features-file", flags.nfd_features_file,
-                  "write node labels there for Node Feature Discovery's local source, e.g. "
-                  "/etc/kubernetes/node-feature-discovery/features.d/kube-rdma (default: off)")
-      ->type_name("FILE");
-  addDurationOption(
-      *app, "--nfd-features-ttl", std::chrono::seconds(2), kMaximum,
-      [&flags](std::chrono::milliseconds d) {
-        if (d % std::chrono::seconds(1) != std::chrono::milliseconds(0)) {
-          return std::string("whole seconds only (an RFC 3339 expiry-time to the second)");
-        }
-        flags.nfd_features_ttl = std::chrono::duration_cast<std::chrono::seconds>(d);
-        return std::string();
-      },
-      "how long NFD keeps the labels if the plugin stops rewriting them; rewritten half-way "
-      "(default 10m)");
+  addNfdFeaturesOptions(*app, flags.nfd_features_file, flags.nfd_features_ttl);
 
   Result<std::string> parsed = parseArgs(*app, args);
   if (!parsed) {

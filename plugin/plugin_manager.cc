@@ -208,6 +208,11 @@ Status PluginManager::applyConfig(const PluginConfig& config,
     unserve(it->second);
     it = pools_.erase(it);
   }
+  if (nfd_) {
+    // The doctor's GPUDirect check reads many files: once per topology or config, not per sample.
+    gpudirect_ready_ = gpuDirectReady(
+        *topology, SnapshotRoots{flags_.sysfs_root, flags_.proc_root, flags_.dev_root});
+  }
   topology_ = std::move(topology);
   last_health_ = health;
   return Ok{};
@@ -501,10 +506,10 @@ void PluginManager::writeNfdFeatures() {
   }
   // The health view's topology has the port states of the last sample.
   auto topology = last_health_.topology ? last_health_.topology : topology_;
-  file_work_.push_back([this, topology = std::move(topology), pools = std::move(pools)] {
+  file_work_.push_back([this, topology = std::move(topology), pools = std::move(pools),
+                        gpudirect_ready = gpudirect_ready_] {
     // The writer skips the write when the labels are the same and the file is not due.
-    auto written =
-        nfd_->update(nodeLabels(*topology, pools, gpuPeerMemoryLoaded(flags_.sysfs_root)));
+    auto written = nfd_->update(nodeLabels(*topology, pools, gpudirect_ready));
     if (!written) {
       logger_.warn("cannot write the NFD features file",
                    {{"path", nfd_->path()}, {"error", written.error().message}});

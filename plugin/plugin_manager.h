@@ -19,7 +19,7 @@
 #include "plugin/flags.h"
 #include "plugin/health_watcher.h"
 #include "plugin/kubelet_registrar.h"
-#include "plugin/nfd_feature_writer.h"
+#include "common/nfd_feature_writer.h"
 #include "plugin/pool_resource_manager.h"
 #include "plugin/state_writer.h"
 #include "rpc/grpc_socket_server.h"
@@ -112,6 +112,7 @@ private:
   std::set<Event> events_;
   PluginConfig config_;
   std::shared_ptr<const NodeTopology> topology_;
+  bool gpudirect_ready_ = false; // gpuDirectReady() of topology_, with --nfd-features-file
   NodeHealthView last_health_;
   std::map<std::string, Pool> pools_; // by resource name
   std::vector<std::function<void()>> file_work_;

@@ -17,6 +17,10 @@ grpc::Status PluginWatcherRegistration::GetInfo(grpc::ServerContext*,
 grpc::Status PluginWatcherRegistration::NotifyRegistrationStatus(
     grpc::ServerContext*, const pluginregistration::RegistrationStatus* request,
     pluginregistration::RegistrationStatusResponse*) {
+  {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    outcome_ = RegistrationOutcome{true, request->plugin_registered(), request->error()};
+  }
   if (request->plugin_registered()) {
     logger_.info("kubelet registered " + what_, {{"name", info_.name}, {"type", info_.type}});
   } else {
@@ -24,6 +28,11 @@ grpc::Status PluginWatcherRegistration::NotifyRegistrationStatus(
                   {{"name", info_.name}, {"type", info_.type}, {"error", request->error()}});
   }
   return grpc::Status::OK;
+}
+
+RegistrationOutcome PluginWatcherRegistration::outcome() const {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  return outcome_;
 }
 
 } // namespace kube_rdma

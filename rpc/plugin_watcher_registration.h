@@ -1,5 +1,6 @@
 #pragma once
 
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,13 @@ struct PluginWatcherInfo {
   std::string name;     // the resource name or the DRA driver's name
   std::string endpoint; // the path of the socket serving the plugin's own service
   std::vector<std::string> supported_versions; // the kubelet takes the first one it knows
+};
+
+// What the kubelet said last in NotifyRegistrationStatus.
+struct RegistrationOutcome {
+  bool notified = false; // false until the kubelet calls
+  bool registered = false;
+  std::string error; // the kubelet's reason when it refused
 };
 
 // The plugin watcher's Registration service, served on a socket in the kubelet's
@@ -33,10 +41,14 @@ public:
                            const pluginregistration::RegistrationStatus* request,
                            pluginregistration::RegistrationStatusResponse* response) override;
 
+  RegistrationOutcome outcome() const;
+
 private:
   const PluginWatcherInfo info_;
   const std::string what_;
   Logger& logger_;
+  mutable std::mutex mutex_;
+  RegistrationOutcome outcome_;
 };
 
 } // namespace kube_rdma

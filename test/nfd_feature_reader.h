@@ -127,4 +127,11 @@ inline Result<ReadFeatureFile> readNfdFeatureFile(const std::string& text,
   return out;
 }
 
+// The labels of the A100 RoCE fixture (eight 200 Gb/s RoCE data ports, nvidia_peermem loaded),
+// as both daemons write them.
+inline const std::map<std::string, std::string> kA100RoceLabels{
+    {"kube-rdma.io/data-ports", "8"},        {"kube-rdma.io/data-ports-active", "8"},
+    {"kube-rdma.io/gpudirect-rdma", "true"}, {"kube-rdma.io/port-rate-gbps", "200"},
+    {"kube-rdma.io/rdma", "true"},           {"kube-rdma.io/roce", "true"}};
+
 } // namespace kube_rdma

@@ -27,7 +27,7 @@ std::string featureFile(const NodeTopology& topology, bool peer_memory) {
 TEST(NfdFeatures, TheA100NodesFileIsGolden) {
   // Eight RoCE data ports at 200 Gb/s (mlx5_0, the management NIC, is in no pool), eight GPUs.
   EXPECT_EQ(featureFile(fixture("a100-roce"), true),
-            "# kube-rdma node labels, rewritten by rdma-device-plugin before they expire\n"
+            "# kube-rdma node labels, rewritten by their daemon before they expire\n"
             "# +expiry-time=2026-12-01T10:00:00Z\n"
             "kube-rdma.io/data-ports=8\n"
             "kube-rdma.io/data-ports-active=8\n"
@@ -39,7 +39,7 @@ TEST(NfdFeatures, TheA100NodesFileIsGolden) {
 
 TEST(NfdFeatures, TheInfinibandNodesFileIsGolden) {
   EXPECT_EQ(featureFile(fixture("ib-hdr8"), false),
-            "# kube-rdma node labels, rewritten by rdma-device-plugin before they expire\n"
+            "# kube-rdma node labels, rewritten by their daemon before they expire\n"
             "# +expiry-time=2026-12-01T10:00:00Z\n"
             "kube-rdma.io/data-ports=8\n"
             "kube-rdma.io/data-ports-active=8\n"

@@ -9,12 +9,15 @@
 #include <string>
 #include <utility>
 
+#include "common/clock.h"
 #include "common/log.h"
+#include "common/metrics.h"
 #include "common/sysfs_discovery.h"
 #include "dra/claim_preparation.h"
 #include "dra/claim_preparer.h"
 #include "dra/claim_reader.h"
 #include "dra/claim_store.h"
+#include "dra/dra_metrics.h"
 #include "test/plugin/temp_dir.h"
 #include "test/plugin/test_files.h"
 
@@ -74,8 +77,8 @@ struct PreparerHarness {
       return;
     }
     store = std::move(*opened);
-    preparer = std::make_unique<ClaimPreparer>(reader, *store, context,
-                                               discoverFixture("a100-roce"), logger);
+    preparer = std::make_unique<ClaimPreparer>(
+        reader, *store, context, discoverFixture("a100-roce"), logger, metrics, clock);
   }
 
   TempDir dir;
@@ -84,6 +87,9 @@ struct PreparerHarness {
                               {"ml/train-1-rdma-q9d4m", "claim-bad-config.json"}}};
   std::ostringstream log;
   Logger logger{log};
+  MetricsRegistry registry;
+  DraMetrics metrics{registry};
+  RealClock clock;
   ClaimStorePtr store;
   std::unique_ptr<ClaimPreparer> preparer;
 };

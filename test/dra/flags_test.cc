@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "common/command_line.h"
+
 namespace kube_rdma {
 namespace {
 
@@ -17,6 +19,10 @@ std::vector<std::string> fields(const DraFlags& f) {
           f.plugin_dir,
           f.cdi_dir,
           f.state_dir,
+          f.metrics_address,
+          formatDuration(f.health_timeout),
+          f.nfd_features_file,
+          formatDuration(f.nfd_features_ttl),
           f.log_format == LogFormat::kJson ? "json" : "text",
           f.exit_message};
 }
@@ -28,20 +34,39 @@ TEST(DraFlags, DefaultsAreTheNodePathsAndTheNodeComesFromTheEnvironment) {
             (std::vector<std::string>{"gpu-node-1", "", "", "/sys", "/proc", "/dev",
                                       "/var/lib/kubelet/plugins_registry",
                                       "/var/lib/kubelet/plugins/rdma.kube-rdma.io", "/var/run/cdi",
-                                      "/var/run/kube-rdma/dra", "text", ""}));
+                                      "/var/run/kube-rdma/dra", "", "1m", "", "10m", "text", ""}));
 }
 
 TEST(DraFlags, EveryFlagInBothSpellings) {
-  auto flags =
-      parseDraFlags({"--node-name", "n2", "--config=/etc/kube-rdma/config.json", "--kubeconfig",
-                     "/etc/kube/config", "--sysfs-root", "/host/sys", "--proc-root=/host/proc",
-                     "--dev-root", "/host/dev", "--plugin-registry-dir=/r", "--plugin-dir", "/p",
-                     "--cdi-dir=/c", "--state-dir", "/s", "--log-format=json"},
-                    "from-env");
+  auto flags = parseDraFlags({"--node-name",
+                              "n2",
+                              "--config=/etc/kube-rdma/config.json",
+                              "--kubeconfig",
+                              "/etc/kube/config",
+                              "--sysfs-root",
+                              "/host/sys",
+                              "--proc-root=/host/proc",
+                              "--dev-root",
+                              "/host/dev",
+                              "--plugin-registry-dir=/r",
+                              "--plugin-dir",
+                              "/p",
+                              "--cdi-dir=/c",
+                              "--state-dir",
+                              "/s",
+                              "--metrics-address=:9436",
+                              "--health-timeout",
+                              "90s",
+                              "--nfd-features-file=/f",
+                              "--nfd-features-ttl",
+                              "1m30s",
+                              "--log-format=json"},
+                             "from-env");
   ASSERT_TRUE(flags.ok()) << flags.error().message;
-  EXPECT_EQ(fields(*flags), (std::vector<std::string>{
-                                "n2", "/etc/kube-rdma/config.json", "/etc/kube/config", "/host/sys",
-                                "/host/proc", "/host/dev", "/r", "/p", "/c", "/s", "json", ""}));
+  EXPECT_EQ(fields(*flags),
+            (std::vector<std::string>{"n2", "/etc/kube-rdma/config.json", "/etc/kube/config",
+                                      "/host/sys", "/host/proc", "/host/dev", "/r", "/p", "/c",
+                                      "/s", ":9436", "90s", "/f", "90s", "json", ""}));
 }
 
 TEST(DraFlags, ANodeNameIsRequired) {
@@ -52,6 +77,12 @@ TEST(DraFlags, ANodeNameIsRequired) {
   auto help = parseDraFlags({"--help"}, "");
   ASSERT_TRUE(help.ok()) << help.error().message;
   EXPECT_NE(help->exit_message.find("--plugin-registry-dir"), std::string::npos);
+}
+
+TEST(DraFlags, AHealthTimeoutOutOfRangeIsAnErrorNamingTheFlag) {
+  auto flags = parseDraFlags({"--health-timeout", "10ms"}, "n");
+  ASSERT_FALSE(flags.ok());
+  EXPECT_NE(flags.error().message.find("--health-timeout"), std::string::npos);
 }
 
 TEST(DraFlags, AnUnknownFlagIsAnError) {

@@ -102,12 +102,16 @@ protected:
   NodeTopology topology_ = discoverFixture("a100-roce");
   std::ostringstream log_;
   Logger logger_{log_};
+  MetricsRegistry registry_;
+  DraMetrics metrics_{registry_};
+  RealClock clock_;
   SlicePublisherOptions fast_{std::chrono::milliseconds(50),
                               {std::chrono::milliseconds(10), std::chrono::milliseconds(100), 2}};
 };
 
 TEST_F(SlicePublisherTest, PublishesTheNodesSliceOwnedByTheNode) {
-  SlicePublisher publisher(api_.api(), kTestNode, defaultPluginConfig(), logger_, fast_);
+  SlicePublisher publisher(api_.api(), kTestNode, defaultPluginConfig(), logger_, metrics_, clock_,
+                           fast_);
   publisher.start(topology_);
   ASSERT_TRUE(eventually([&] { return publishedExactly(8, 1); })) << log_.str();
   const json slice = nodeSlices()[0];
@@ -118,7 +122,8 @@ TEST_F(SlicePublisherTest, PublishesTheNodesSliceOwnedByTheNode) {
 }
 
 TEST_F(SlicePublisherTest, ASliceSomeoneDeletedComesBackAtAHigherGeneration) {
-  SlicePublisher publisher(api_.api(), kTestNode, defaultPluginConfig(), logger_, fast_);
+  SlicePublisher publisher(api_.api(), kTestNode, defaultPluginConfig(), logger_, metrics_, clock_,
+                           fast_);
   publisher.start(topology_);
   ASSERT_TRUE(eventually([&] { return publishedExactly(8, 1); })) << log_.str();
   const std::string name = nodeSlices()[0]["metadata"]["name"];
@@ -127,7 +132,8 @@ TEST_F(SlicePublisherTest, ASliceSomeoneDeletedComesBackAtAHigherGeneration) {
 }
 
 TEST_F(SlicePublisherTest, AChangedTopologyRaisesTheGeneration) {
-  SlicePublisher publisher(api_.api(), kTestNode, defaultPluginConfig(), logger_, fast_);
+  SlicePublisher publisher(api_.api(), kTestNode, defaultPluginConfig(), logger_, metrics_, clock_,
+                           fast_);
   publisher.start(topology_);
   ASSERT_TRUE(eventually([&] { return publishedExactly(8, 1); })) << log_.str();
   const std::string name = nodeSlices()[0]["metadata"]["name"];
@@ -144,7 +150,8 @@ TEST_F(SlicePublisherTest, DuplicateSlicesAreCleanedUp) {
   json duplicate = stale;
   duplicate["metadata"]["name"] = "gpu-node-1-zz-duplicate";
   api_.simulator().put("resourceslices", duplicate);
-  SlicePublisher publisher(api_.api(), kTestNode, defaultPluginConfig(), logger_, fast_);
+  SlicePublisher publisher(api_.api(), kTestNode, defaultPluginConfig(), logger_, metrics_, clock_,
+                           fast_);
   publisher.start(topology_);
   ASSERT_TRUE(eventually([&] { return nodeSlices().size() == 1; })) << log_.str();
   EXPECT_EQ(nodeSlices()[0]["metadata"]["name"], "gpu-node-1-stale");
@@ -152,7 +159,8 @@ TEST_F(SlicePublisherTest, DuplicateSlicesAreCleanedUp) {
 
 TEST_F(SlicePublisherTest, ServerErrorsAreRetried) {
   api_.simulator().failNext(5, 500);
-  SlicePublisher publisher(api_.api(), kTestNode, defaultPluginConfig(), logger_, fast_);
+  SlicePublisher publisher(api_.api(), kTestNode, defaultPluginConfig(), logger_, metrics_, clock_,
+                           fast_);
   publisher.start(topology_);
   ASSERT_TRUE(eventually([&] { return publishedExactly(8, 1); })) << log_.str();
   EXPECT_NE(log_.str().find("retrying"), std::string::npos);

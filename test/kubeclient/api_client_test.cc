@@ -530,5 +530,20 @@ TEST_F(ApiClientTest, AnUnauthorizedWatchIsAnError) {
   EXPECT_EQ(refused.error().message, "Unauthorized");
 }
 
+TEST_F(ApiClientTest, OnErrorHearsOfEveryFailedRequestWithItsCode) {
+  std::vector<int> codes;
+  ClientOptions options;
+  options.on_error = [&codes](const ApiError& error) { codes.push_back(error.code); };
+  Result<ApiClientPtr> api =
+      ApiClient::fromConfig(config(), options, std::make_shared<RealClock>());
+  ASSERT_TRUE(api) << api.error().message;
+  ASSERT_TRUE((*api)->create(slicesPath(), slice("node-a-rdma", "node-a", "rdma")));
+  EXPECT_FALSE((*api)->get(slicePath("absent")));
+  simulator_->failNext(1, 503);
+  EXPECT_FALSE((*api)->list(slicesPath()));
+  ASSERT_TRUE((*api)->get(slicePath("node-a-rdma")));
+  EXPECT_EQ(codes, (std::vector<int>{404, 503}));
+}
+
 } // namespace
 } // namespace kube_rdma

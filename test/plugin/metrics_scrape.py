@@ -8,7 +8,11 @@ counts 4-octet words), hw_counters/lifespan left out, the saturating legacy coun
 in their help text, the node checks as a StateSet, and the plugin's own metrics still there.
 
 Usage: metrics_scrape.py PLUGIN_BINARY FIXTURE_DIR (e.g. build/fixtures/a100-roce)
+       metrics_scrape.py --parse FILE: the same parser's reading of an exposition in FILE, as JSON
+       (one object per family: name, type, help, samples [name, labels, value]), for the C++
+       tests of the other daemons (test/dra/driver_process_test.cc)
 """
+import json
 import os
 import signal
 import socket
@@ -45,7 +49,18 @@ def metric_name(source, name):
     return "kube_rdma_port_" + stem.lower() + ("_bytes" if data else "") + "_total"
 
 
+def parse_to_json(path):
+    with open(path) as f:
+        families = text_string_to_metric_families(f.read())
+        print(json.dumps([{"name": family.name, "type": family.type, "help": family.documentation,
+                           "samples": [[s.name, s.labels, s.value] for s in family.samples]}
+                          for family in families]))
+    return 0
+
+
 def main():
+    if sys.argv[1] == "--parse":
+        return parse_to_json(sys.argv[2])
     plugin, node = sys.argv[1], sys.argv[2]
     failures = []
     with tempfile.TemporaryDirectory() as tmp:

@@ -35,6 +35,7 @@
 
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
 #include "plugin/kubelet_registrar.h"
+#include "test/plugin/bench_support.h"
 #include "test/plugin/kubelet_simulator.h"
 #include "test/plugin/plugin_process.h"
 #include "test/plugin/temp_dir.h"
@@ -43,41 +44,15 @@ namespace kube_rdma {
 namespace {
 
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
+using bench::Clock;
+using bench::micros;
+using bench::stats;
+using bench::timedAllocate;
 constexpr auto kDeadline = std::chrono::seconds(10);
 constexpr const char* kConfig = R"({"version": "v1", "pools": [
   {"resourceName": "example.com/hca", "mode": "exclusive",
    "selector": {"deviceNames": ["mlx5_[1-4]"]}},
   {"resourceName": "example.com/shared", "selector": {"deviceNames": ["mlx5_[5-8]"]}}]})";
-
-double micros(Clock::duration d) {
-  return std::chrono::duration<double, std::micro>(d).count();
-}
-
-struct Stats {
-  double p50, p99, max;
-};
-Stats stats(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  auto at = [&](double q) {
-    return v[std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())))];
-  };
-  return {at(0.5), at(0.99), v.back()};
-}
-
-// One Allocate call for one container holding device id, as the kubelet makes it (no deadline):
-// its round trip in microseconds, or nothing when the call failed.
-std::optional<double> timedAllocate(v1beta1::DevicePlugin::Stub& stub, const std::string& id) {
-  v1beta1::AllocateRequest request;
-  request.add_container_requests()->add_devices_ids(id);
-  v1beta1::AllocateResponse response;
-  grpc::ClientContext context;
-  const auto t0 = Clock::now();
-  if (!stub.Allocate(&context, request, &response).ok()) {
-    return std::nullopt;
-  }
-  return micros(Clock::now() - t0);
-}
 
 // The trivial service of the reference: every call answers at once.
 class EchoService : public v1beta1::DevicePlugin::Service {

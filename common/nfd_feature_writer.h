@@ -5,20 +5,21 @@
 #include <string>
 
 #include "common/clock.h"
+#include "common/device_model.h"
 #include "common/nfd_features.h"
+#include "common/node_snapshot.h"
 #include "common/result.h"
 
 namespace kube_rdma {
 
-// Whether a GPU peer-memory module is loaded, by the files NCCL itself looks for before it uses
-// GPUDirect RDMA: kernel/mm/memory_peers/nv_mem/version, kernel/mm/memory_peers/nv_mem_nc/version
-// (MLNX_OFED's nv_peer_mem) or module/nvidia_peermem/version, under `sysfs_root`. DMA-BUF, the
-// other way, cannot be seen in sysfs. rdmactl doctor's GPUDirect check (issue 18, being written
-// beside this) also judges DMA-BUF: once it is in common/, the label should use it instead.
-bool gpuPeerMemoryLoaded(const std::string& sysfs_root);
+// The kube-rdma.io/gpudirect-rdma label: the node has NVIDIA GPUs and `rdmactl doctor`'s GPUDirect
+// check (checkGpuDirect: nvidia_peermem loaded, or dma-buf possible) passes on the files under
+// `roots` as they are now. It reads those files and more (a NodeSnapshot): call it when the
+// topology or the configuration changes, not at every health sample.
+bool gpuDirectReady(const NodeTopology& topology, const SnapshotRoots& roots);
 
 // Keeps NFD's feature file (--nfd-features-file) current: written when the labels change and
-// again half-way through its lifetime, so NFD never sees it expire while the plugin runs, and
+// again half-way through its lifetime, so NFD never sees it expire while the daemon runs, and
 // atomically (a dot file, which NFD skips, renamed in place). One thread calls it.
 class NfdFeatureWriter {
 public:

@@ -1,9 +1,10 @@
-#include "plugin/nfd_feature_writer.h"
+#include "common/nfd_feature_writer.h"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
 
+#include "common/sysfs_discovery.h"
 #include "test/nfd_feature_reader.h"
 #include "test/plugin/temp_dir.h"
 #include "test/plugin/test_files.h"
@@ -105,16 +106,18 @@ TEST_F(NfdFeatureWriterTest, AFailedWriteIsAnErrorAndIsTriedAgainSoon) {
   EXPECT_TRUE(*written);
 }
 
-TEST(GpuPeerMemory, IsSeenByTheFilesNcclLooksFor) {
-  for (const char* file : {"module/nvidia_peermem/version", "kernel/mm/memory_peers/nv_mem/version",
-                           "kernel/mm/memory_peers/nv_mem_nc/version"}) {
-    TempDir sys;
-    EXPECT_FALSE(gpuPeerMemoryLoaded(sys.path()));
-    const std::filesystem::path path = sys.path() + "/" + file;
-    std::filesystem::create_directories(path.parent_path());
-    writeTestFile(path, "1.0\n");
-    EXPECT_TRUE(gpuPeerMemoryLoaded(sys.path())) << file;
-  }
+// The doctor's verdict decides: nvidia_peermem loaded on the A100 node; on the degraded one it is
+// not, with the proprietary module and kernel 5.4 (no dma-buf either); the dual-port node has no
+// GPUs.
+TEST(GpuDirectReady, IsTheDoctorsGpuDirectCheckOnNodesWithGpus) {
+  const auto ready = [](const std::string& fixture) {
+    const std::string node = std::string(KUBE_RDMA_FIXTURES) + "/" + fixture;
+    const SnapshotRoots roots{node + "/sys", node + "/proc", node + "/dev"};
+    return gpuDirectReady(discoverFromSysfs({roots.sysfs_root, roots.proc_root}), roots);
+  };
+  EXPECT_TRUE(ready("a100-roce"));
+  EXPECT_FALSE(ready("a100-degraded"));
+  EXPECT_FALSE(ready("dual-port"));
 }
 
 } // namespace

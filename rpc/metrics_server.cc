@@ -1,4 +1,4 @@
-#include "plugin/metrics_server.h"
+#include "rpc/metrics_server.h"
 
 #include <httplib.h>
 #include <sys/socket.h>

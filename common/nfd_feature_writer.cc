@@ -1,11 +1,10 @@
-#include "plugin/nfd_feature_writer.h"
-
-#include <sys/stat.h>
+#include "common/nfd_feature_writer.h"
 
 #include <algorithm>
 #include <filesystem>
 
 #include "common/atomic_file.h"
+#include "common/node_checks.h"
 
 namespace kube_rdma {
 namespace {
@@ -15,16 +14,12 @@ constexpr std::chrono::seconds kRetryAfterError(10);
 
 } // namespace
 
-bool gpuPeerMemoryLoaded(const std::string& sysfs_root) {
-  for (const char* path :
-       {"/kernel/mm/memory_peers/nv_mem/version", "/kernel/mm/memory_peers/nv_mem_nc/version",
-        "/module/nvidia_peermem/version"}) {
-    struct stat st {};
-    if (::stat((sysfs_root + path).c_str(), &st) == 0) {
-      return true;
-    }
+bool gpuDirectReady(const NodeTopology& topology, const SnapshotRoots& roots) {
+  if (topology.gpus.empty()) {
+    return false;
   }
-  return false;
+  const NodeSnapshot snapshot = readNodeSnapshot(roots, topology, {loadedLibibverbs(), {}, {}});
+  return checkGpuDirect(topology, snapshot).verdict == Verdict::kOk;
 }
 
 NfdFeatureWriter::NfdFeatureWriter(std::string path, std::chrono::seconds ttl, ClockPtr clock)

@@ -31,7 +31,7 @@ private:
   struct Impl;
   explicit MetricsServer(std::unique_ptr<Impl> impl);
 
-  std::unique_ptr<Impl> impl_; // keeps <httplib.h> out of the plugin's other files
+  std::unique_ptr<Impl> impl_; // keeps <httplib.h> out of the daemons' other files
 };
 using MetricsServerPtr = std::unique_ptr<MetricsServer>;
 
