@@ -1,5 +1,6 @@
 #include "webhook/https_connection.h"
 
+#include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/error.hpp>
@@ -48,24 +49,30 @@ HttpsConnection::~HttpsConnection() {
 }
 
 void HttpsConnection::start() {
-  const Clock::time_point now = Clock::now();
-  request_deadline_ = now + options_.keep_alive_timeout + options_.request_timeout;
-  tcp().expires_at(std::min(now + options_.handshake_timeout, request_deadline_));
-  stream_.async_handshake(
-      asio::ssl::stream_base::server,
-      beast::bind_front_handler(&HttpsConnection::onHandshake, shared_from_this()));
+  asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->handshake(); });
 }
 
 void HttpsConnection::stop() {
   asio::post(stream_.get_executor(), [self = shared_from_this()] {
     self->stopped_ = true;
-    if (self->idle_) {
+    if (self->waiting_) {
       self->tcp().cancel();
     }
   });
 }
 
+void HttpsConnection::handshake() {
+  const Clock::time_point now = Clock::now();
+  request_deadline_ = now + options_.keep_alive_timeout + options_.request_timeout;
+  tcp().expires_at(std::min(now + options_.handshake_timeout, request_deadline_));
+  waiting_ = true;
+  stream_.async_handshake(asio::ssl::stream_base::server,
+                          beast::bind_front_handler(&HttpsConnection::onHandshake,
+                                                    shared_from_this()));
+}
+
 void HttpsConnection::onHandshake(const error_code& error) {
+  waiting_ = false;
   if (error) {
     countCut(error);
     return;
@@ -87,7 +94,7 @@ void HttpsConnection::waitForRequest() {
     readHeader();
     return;
   }
-  idle_ = true;
+  waiting_ = true;
   tcp().expires_at(std::min(Clock::now() + options_.keep_alive_timeout, request_deadline_));
   stream_.async_read_some(
       buffer_.prepare(kReadBytes),
@@ -95,7 +102,7 @@ void HttpsConnection::waitForRequest() {
 }
 
 void HttpsConnection::onFirstBytes(const error_code& error, size_t bytes) {
-  idle_ = false;
+  waiting_ = false;
   if (error) {
     return;
   }

@@ -31,13 +31,14 @@ public:
 
   // Starts the handshake; the connection keeps itself alive until it closes.
   void start();
-  // Closes the connection if it waits for a request; otherwise its answer in flight is its last.
-  // Safe from any thread.
+  // Closes the connection if it has no request under way (handshaking or waiting for one);
+  // otherwise the answer in flight is its last. Safe from any thread.
   void stop();
 
 private:
   using Clock = std::chrono::steady_clock;
 
+  void handshake();
   void onHandshake(const boost::system::error_code& error);
   void waitForRequest();
   void onFirstBytes(const boost::system::error_code& error, size_t bytes);
@@ -67,8 +68,8 @@ private:
   std::optional<boost::beast::http::response_serializer<boost::beast::http::string_body>>
       serializer_;
   bool keep_alive_ = false;
-  // Set only on the strand; stop() posts to it.
-  bool idle_ = false;
+  // Set only on the strand; stop() posts to it. Waiting: handshaking or waiting for a request.
+  bool waiting_ = false;
   bool stopped_ = false;
   Clock::time_point request_deadline_;
   // Closing: a half-closed socket's incoming bytes are read into this and dropped.
