@@ -24,7 +24,7 @@ using boost::system::error_code;
 constexpr size_t kReadBytes = 4096;
 // A buffer grown past this by a large body is given back after the answer: held connections
 // keep only what an ordinary request needs.
-constexpr size_t kKeptBufferBytes = 16 * 1024;
+constexpr size_t kKeptBufferBytes = size_t{16} * 1024;
 constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
 
 // What the client wrote is not HTTP/1.1; the client closing or the deadline is not that.

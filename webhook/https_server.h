@@ -38,7 +38,7 @@ struct ServerOptions {
   // The kernel caps it at net.core.somaxconn.
   int listen_backlog = 1024;
   // A request's header, request line included.
-  size_t max_header_bytes = 16 * 1024;
+  size_t max_header_bytes = size_t{16} * 1024;
   // The API server caps requests at 3 MiB; twice that, like Istio.
   size_t max_body_bytes = size_t{6} * 1024 * 1024;
   // A TLS handshake not finished by then is cut.
