@@ -52,7 +52,7 @@ constexpr long kMemoryGrowthBoundKiB = 64L * 1024;
 // optimised build's threads cost little beyond their connections. An idle TLS connection holds
 // its socket, OpenSSL's state and Asio's TLS buffers (docs/webhook.md "Connections").
 constexpr long kThreadBudgetKiB = kAddressSanitizer ? 8 * 1024 : 96;
-constexpr long kConnectionBudgetKiB = kAddressSanitizer ? 256 : 96;
+constexpr long kConnectionBudgetKiB = kAddressSanitizer ? 256 : 128;
 
 std::string readText(const fs::path& path) {
   std::ifstream in(path);
