@@ -56,13 +56,19 @@ HttpResponse AdmissionServer::route(const HttpRequest& request) {
       response = reply(http::status::not_found, "not found\n");
     }
   } catch (const std::exception& e) {
-    logger_.error("request failed", {{"path", std::string(path)}, {"error", e.what()}});
-    response = reply(http::status::internal_server_error, "internal error\n");
+    response = failed(path, e.what());
+  } catch (...) {
+    response = failed(path, "unknown error");
   }
   if (draining_) {
     response.keep_alive(false);
   }
   return response;
+}
+
+HttpResponse AdmissionServer::failed(std::string_view path, const std::string& what) {
+  logger_.error("request failed", {{"path", std::string(path)}, {"error", what}});
+  return reply(http::status::internal_server_error, "internal error\n");
 }
 
 HttpResponse AdmissionServer::mutate(const HttpRequest& request) {

@@ -4,6 +4,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "common/clock.h"
 #include "common/log.h"
@@ -48,6 +49,8 @@ public:
 private:
   HttpResponse route(const HttpRequest& request);
   HttpResponse mutate(const HttpRequest& request);
+  // A request whose handling threw: logged, answered 500.
+  HttpResponse failed(std::string_view path, const std::string& what);
 
   CertificateStore& certificates_;
   PolicyStore& policies_;

@@ -66,9 +66,9 @@ void HttpsConnection::handshake() {
   request_deadline_ = now + options_.keep_alive_timeout + options_.request_timeout;
   tcp().expires_at(std::min(now + options_.handshake_timeout, request_deadline_));
   waiting_ = true;
-  stream_.async_handshake(asio::ssl::stream_base::server,
-                          beast::bind_front_handler(&HttpsConnection::onHandshake,
-                                                    shared_from_this()));
+  stream_.async_handshake(
+      asio::ssl::stream_base::server,
+      beast::bind_front_handler(&HttpsConnection::onHandshake, shared_from_this()));
 }
 
 void HttpsConnection::onHandshake(const error_code& error) {
