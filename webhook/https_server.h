@@ -2,6 +2,7 @@
 
 #include <openssl/ssl.h>
 
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl/context.hpp>
@@ -18,12 +19,13 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "common/result.h"
 
-// An event-driven HTTPS/1.1 server (Boost.Beast over Asio and OpenSSL): a few threads run one
-// io_context and every connection on it, so a connection costs memory only while it is open and
-// no CPU while it is idle. docs/webhook.md "Connections".
+// An event-driven HTTPS/1.1 server (Boost.Beast over Asio and OpenSSL): a few threads, each
+// running an event loop for its share of the connections, so a connection costs memory only while
+// it is open and no CPU while it is idle. docs/webhook.md "Connections".
 namespace kube_rdma {
 
 struct ServerOptions {
@@ -116,14 +118,22 @@ private:
   void accept();
   void onAccept(const boost::system::error_code& error, boost::asio::ip::tcp::socket socket);
 
-  // Declared before io_: the connections that io_ destroys last refer to them.
+  using Loop = boost::asio::io_context;
+
+  // Declared before loops_: the connections that the loops destroy last refer to them.
   const ServerOptions options_;
   const RequestHandler handler_;
   boost::asio::ssl::context tls_;
   bool tls_ok_ = false;
   ConnectionRegistry registry_;
-  boost::asio::io_context io_;
-  // Accepts run on a strand of their own; stop() is posted to it.
+  // One event loop per server thread; a connection lives on one loop, so its steps run on one
+  // thread, never handed from thread to thread (a hand-off wakes the other thread, several times
+  // a request). Connections are dealt to the loops in turn.
+  std::vector<std::unique_ptr<Loop>> loops_;
+  // Keeps loops without connections running until stop().
+  std::vector<boost::asio::executor_work_guard<Loop::executor_type>> keep_running_;
+  size_t next_loop_ = 0;
+  // On the first loop, with stop() posted to it.
   boost::asio::ip::tcp::acceptor acceptor_;
   boost::asio::steady_timer retry_;
   int port_ = 0;
