@@ -127,8 +127,8 @@ private:
   bool tls_ok_ = false;
   ConnectionRegistry registry_;
   // One event loop per server thread; a connection lives on one loop, so its steps run on one
-  // thread, never handed from thread to thread (a hand-off wakes the other thread, several times
-  // a request). Connections are dealt to the loops in turn.
+  // thread and are never handed to another, which would have to be woken. Connections are dealt
+  // to the loops in turn.
   std::vector<std::unique_ptr<Loop>> loops_;
   // Keeps loops without connections running until stop().
   std::vector<boost::asio::executor_work_guard<Loop::executor_type>> keep_running_;
