@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # ThreadSanitizer over the tests that exercise threads without gRPC: the inotify watchers behind
-# every reload, the webhook's TLS server (connection threads, per-connection deadlines,
+# every reload, the webhook's TLS server (its event-loop threads, per-connection deadlines,
 # certificate rotation mid-stream, policy reloads, SIGTERM drain; in process, AdmissionServer
 # with a test Reviewer), the plugin's /metrics server (cpp-httplib against clients and shutdown)
 # and the plugin's shared state driven as gRPC drives it (ListAndWatch waiters, Allocate calls,

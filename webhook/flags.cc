@@ -59,7 +59,7 @@ Result<WebhookFlags> parseWebhookFlags(const std::vector<std::string>& args) {
       ->type_name("FILE");
   addLogFormatOption(*app, flags.log_format);
   app->add_option("--max-connections", flags.max_connections,
-                  "connections served at once, a thread each; the rest wait")
+                  "connections open at once; the rest wait in the listen backlog")
       ->type_name("N")
       ->check(CLI::Range(2, 65536));
   addDurationOption(*app, "--request-timeout", std::chrono::seconds(1), std::chrono::seconds(300),

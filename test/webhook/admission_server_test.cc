@@ -7,12 +7,15 @@
 #include <httplib.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <sstream>
 #include <thread>
 
+#include "test/webhook/eventually.h"
 #include "test/webhook/test_certificates.h"
 
 namespace kube_rdma {
@@ -33,7 +36,8 @@ protected:
     delete dir_;
   }
 
-  // Serves with `review` on a free port until the test ends.
+  // Serves with `review` on a free port until the test ends; at most 4 connections, and an idle
+  // one kept for a minute, so only stop() closes it within a test.
   void start(Reviewer review) {
     ASSERT_TRUE(certificates_.reload().ok());
     ASSERT_TRUE(policies_.reload().ok());
@@ -41,11 +45,15 @@ protected:
     options.host = "127.0.0.1";
     options.port = 0;
     options.max_connections = 4;
+    options.keep_alive_timeout = std::chrono::seconds(60);
     server_ = std::make_unique<AdmissionServer>(options, certificates_, policies_, registry_,
                                                 metrics_, std::make_shared<RealClock>(), logger_,
                                                 std::move(review));
     ASSERT_TRUE(server_->bind().ok());
-    serving_ = std::thread([this] { server_->serve(); });
+    serving_ = std::thread([this] {
+      server_->serve();
+      served_ = true;
+    });
   }
 
   void TearDown() override {
@@ -55,11 +63,17 @@ protected:
     }
   }
 
+  std::unique_ptr<httplib::SSLClient> client() const {
+    auto c = std::make_unique<httplib::SSLClient>("127.0.0.1", server_->port());
+    c->set_ca_cert_path((*dir_ / "ca.crt").c_str());
+    c->enable_server_certificate_verification(true);
+    c->set_keep_alive(true);
+    c->set_read_timeout(120, 0);
+    return c;
+  }
+
   httplib::Result post(const std::string& body) const {
-    httplib::SSLClient client("127.0.0.1", server_->port());
-    client.set_ca_cert_path((*dir_ / "ca.crt").c_str());
-    client.enable_server_certificate_verification(true);
-    return client.Post("/mutate?timeout=5s", body, "application/json");
+    return client()->Post("/mutate?timeout=5s", body, "application/json");
   }
 
   static fs::path* dir_;
@@ -72,6 +86,7 @@ protected:
   Logger logger_{log_};
   std::unique_ptr<AdmissionServer> server_;
   std::thread serving_;
+  std::atomic<bool> served_{false};
 };
 
 fs::path* AdmissionServerTest::dir_ = nullptr;
@@ -128,6 +143,48 @@ TEST_F(AdmissionServerTest, AReviewersBadRequestGoesOutAsA400WithItsMessage) {
       server_->renderMetrics().find(R"(rdma_webhook_requests_total{outcome="bad_request"} 1)"),
       std::string::npos);
   EXPECT_NE(log_.str().find("bad admission request"), std::string::npos) << log_.str();
+}
+
+ReviewOutcome fixedOutcome(std::string_view, const WebhookPolicy&) {
+  ReviewOutcome outcome;
+  outcome.body = "{}";
+  outcome.outcome = "skipped";
+  return outcome;
+}
+
+// The cap holds connections, not requests: a fifth client's handshake waits in the listen
+// backlog until one of the four open connections closes.
+TEST_F(AdmissionServerTest, AConnectionBeyondTheCapWaitsUntilOneCloses) {
+  start(fixedOutcome);
+  std::vector<std::unique_ptr<httplib::SSLClient>> open;
+  for (int i = 0; i < 4; ++i) {
+    open.push_back(client());
+    const auto res = open.back()->Get("/healthz");
+    ASSERT_TRUE(res) << httplib::to_string(res.error());
+  }
+  auto fifth = client();
+  std::future<httplib::Result> waiting =
+      std::async(std::launch::async, [&] { return fifth->Get("/healthz"); });
+  // Not a timing bound: a server that ignored the cap answers at once.
+  EXPECT_EQ(waiting.wait_for(std::chrono::milliseconds(500)), std::future_status::timeout);
+  open.front()->stop();
+  ASSERT_EQ(waiting.wait_for(std::chrono::seconds(30)), std::future_status::ready);
+  const httplib::Result res = waiting.get();
+  ASSERT_TRUE(res) << httplib::to_string(res.error());
+  EXPECT_EQ(res->status, 200);
+}
+
+// stop() closes a keep-alive connection waiting for its next request (kept for a minute
+// otherwise) and serve() returns.
+TEST_F(AdmissionServerTest, StopClosesIdleConnectionsAndServeReturns) {
+  start(fixedOutcome);
+  auto idle = client();
+  ASSERT_TRUE(idle->Get("/healthz"));
+  ASSERT_TRUE(eventually([&] {
+    return server_->renderMetrics().find("rdma_webhook_open_connections 1\n") != std::string::npos;
+  }));
+  server_->stop();
+  EXPECT_TRUE(eventually([&] { return served_.load(); }));
 }
 
 } // namespace

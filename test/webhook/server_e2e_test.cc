@@ -542,8 +542,9 @@ TEST_F(WebhookE2E, ARefusedRequestClosesItsConnectionSoItsBodyIsNeverReadAsARequ
   EXPECT_EQ(review(*client(), "uid-after"), "");
 }
 
-// Every kind of answer, ours and httplib's own, leaves before the next request is sent on the same
-// connection, and answered requests keep a keep-alive connection clear of the request deadline.
+// Every kind of answer, the routes' and the server's own, leaves before the next request is sent on
+// the same connection, and answered requests keep a keep-alive connection clear of the request
+// deadline.
 TEST_F(WebhookE2E, EveryKindOfAnswerLeavesBeforeTheNextRequestOnAKeepAliveConnection) {
   auto process = start({"--request-timeout", "1"});
   const std::string body = podReview("uid-keep-alive").dump();
@@ -555,7 +556,7 @@ TEST_F(WebhookE2E, EveryKindOfAnswerLeavesBeforeTheNextRequestOnAKeepAliveConnec
       {"GET /healthz HTTP/1.1\r\nHost: webhook\r\n\r\n", "HTTP/1.1 200 "},
       {"GET /readyz HTTP/1.1\r\nHost: webhook\r\n\r\n", "HTTP/1.1 200 "},
       {"GET /metrics HTTP/1.1\r\nHost: webhook\r\n\r\n", "HTTP/1.1 200 "},
-      {"GET /nowhere HTTP/1.1\r\nHost: webhook\r\n\r\n", "HTTP/1.1 404 "}, // httplib's own
+      {"GET /nowhere HTTP/1.1\r\nHost: webhook\r\n\r\n", "HTTP/1.1 404 "},
       {"DELETE /mutate HTTP/1.1\r\nHost: webhook\r\n\r\n", "HTTP/1.1 404 "},
       {post + "Content-Type: application/json\r\n" + length(body), "HTTP/1.1 200 "},
       {post + "Content-Type: application/json\r\n" + length("not json"), "HTTP/1.1 400 "},
@@ -581,7 +582,7 @@ TEST_F(WebhookE2E, EveryKindOfAnswerLeavesBeforeTheNextRequestOnAKeepAliveConnec
   EXPECT_EQ(connection.answer(true).rfind("HTTP/1.1 100 Continue", 0), 0u);
   ASSERT_TRUE(connection.send(body));
   EXPECT_EQ(connection.answer().rfind("HTTP/1.1 200 ", 0), 0u);
-  // httplib's own 400 for a request line it cannot parse; it then closes the connection.
+  // A request line that is not HTTP: 400, and the connection is closed.
   ASSERT_TRUE(connection.send("NONSENSE\r\n\r\n"));
   EXPECT_EQ(connection.answer().rfind("HTTP/1.1 400 ", 0), 0u);
   // Refusals before the body (411, 413) are answered and closed on their own connections.

@@ -1,0 +1,263 @@
+#include "webhook/https_connection.h"
+
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/error.hpp>
+#include <boost/beast/core/string.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/write.hpp>
+
+#include <algorithm>
+#include <limits>
+#include <utility>
+
+namespace kube_rdma {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using boost::system::error_code;
+
+constexpr size_t kReadBytes = 4096;
+// A buffer grown past this by a large body is given back after the answer: held connections
+// keep only what an ordinary request needs.
+constexpr size_t kKeptBufferBytes = size_t{16} * 1024;
+constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+
+// What the client wrote is not HTTP/1.1; the client closing or the deadline is not that.
+bool isMalformed(const error_code& error) {
+  return error.category() == error_code(http::error::bad_method).category() &&
+         error != http::error::end_of_stream && error != http::error::partial_message;
+}
+
+bool hasBody(http::verb method) {
+  return method == http::verb::post || method == http::verb::put || method == http::verb::patch;
+}
+
+} // namespace
+
+HttpsConnection::HttpsConnection(asio::ip::tcp::socket socket, asio::ssl::context& tls,
+                                 const ServerOptions& options, const RequestHandler& handler,
+                                 ConnectionRegistry& registry)
+    : stream_(std::move(socket), tls), options_(options), handler_(handler), registry_(registry) {}
+
+HttpsConnection::~HttpsConnection() {
+  registry_.remove(this);
+}
+
+void HttpsConnection::start() {
+  asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->handshake(); });
+}
+
+void HttpsConnection::stop() {
+  asio::post(stream_.get_executor(), [self = shared_from_this()] {
+    self->stopped_ = true;
+    if (self->waiting_) {
+      self->tcp().cancel();
+    }
+  });
+}
+
+void HttpsConnection::handshake() {
+  const Clock::time_point now = Clock::now();
+  request_deadline_ = now + options_.keep_alive_timeout + options_.request_timeout;
+  tcp().expires_at(std::min(now + options_.handshake_timeout, request_deadline_));
+  waiting_ = true;
+  stream_.async_handshake(
+      asio::ssl::stream_base::server,
+      beast::bind_front_handler(&HttpsConnection::onHandshake, shared_from_this()));
+}
+
+void HttpsConnection::onHandshake(const error_code& error) {
+  waiting_ = false;
+  if (error) {
+    countCut(error);
+    return;
+  }
+  waitForRequest();
+}
+
+// Waits for a request's first bytes with the keep-alive timeout, then reads the rest against the
+// request deadline: an idle connection is closed quietly, a trickling one is cut.
+void HttpsConnection::waitForRequest() {
+  if (stopped_ || registry_.stopping()) {
+    return;
+  }
+  parser_.emplace();
+  parser_->header_limit(static_cast<uint32_t>(options_.max_header_bytes));
+  // onHeader decides, naming the length (boost::none, "no limit", is broken in Boost 1.74).
+  parser_->body_limit(std::numeric_limits<uint64_t>::max());
+  if (buffer_.size() > 0) {
+    readHeader();
+    return;
+  }
+  waiting_ = true;
+  tcp().expires_at(std::min(Clock::now() + options_.keep_alive_timeout, request_deadline_));
+  stream_.async_read_some(
+      buffer_.prepare(kReadBytes),
+      beast::bind_front_handler(&HttpsConnection::onFirstBytes, shared_from_this()));
+}
+
+void HttpsConnection::onFirstBytes(const error_code& error, size_t bytes) {
+  waiting_ = false;
+  if (error) {
+    return;
+  }
+  buffer_.commit(bytes);
+  readHeader();
+}
+
+void HttpsConnection::readHeader() {
+  tcp().expires_at(request_deadline_);
+  http::async_read_header(
+      stream_, buffer_, *parser_,
+      beast::bind_front_handler(&HttpsConnection::onHeader, shared_from_this()));
+}
+
+// Decided from the headers alone, before any body is read: a body must announce its length, and
+// that length must be within the cap, so neither a chunked stream nor a body running until the
+// connection closes can exhaust memory.
+void HttpsConnection::onHeader(const error_code& error, size_t /*bytes*/) {
+  if (error == http::error::bad_content_length) {
+    refuse(http::status::payload_too_large, "Content-Length is not a number within the limit of " +
+                                                std::to_string(options_.max_body_bytes));
+    return;
+  }
+  if (error == http::error::header_limit) {
+    refuse(http::status::request_header_fields_too_large,
+           "headers over the limit of " + std::to_string(options_.max_header_bytes) + " bytes");
+    return;
+  }
+  if (error && isMalformed(error)) {
+    refuse(http::status::bad_request, "malformed request: " + error.message());
+    return;
+  }
+  if (error) {
+    countCut(error);
+    return;
+  }
+  const HttpRequest& request = parser_->get();
+  if (parser_->chunked() || request.count(http::field::transfer_encoding) > 0) {
+    refuse(http::status::length_required, "chunked bodies are not accepted: send Content-Length");
+    return;
+  }
+  const boost::optional<uint64_t> length = parser_->content_length();
+  if (!length && hasBody(request.method())) {
+    refuse(http::status::length_required, "Content-Length is required");
+    return;
+  }
+  if (length && *length > options_.max_body_bytes) {
+    refuse(http::status::payload_too_large, "body of " + std::to_string(*length) +
+                                                " bytes is over the limit of " +
+                                                std::to_string(options_.max_body_bytes));
+    return;
+  }
+  if (!parser_->is_done() && beast::iequals(request[http::field::expect], "100-continue")) {
+    asio::async_write(
+        stream_, asio::buffer(kContinue.data(), kContinue.size()),
+        beast::bind_front_handler(&HttpsConnection::onContinueSent, shared_from_this()));
+    return;
+  }
+  readBody();
+}
+
+void HttpsConnection::onContinueSent(const error_code& error, size_t /*bytes*/) {
+  if (!error) {
+    readBody();
+  }
+}
+
+void HttpsConnection::readBody() {
+  if (!parser_->is_done()) {
+    http::async_read(stream_, buffer_, *parser_,
+                     beast::bind_front_handler(&HttpsConnection::onBody, shared_from_this()));
+    return;
+  }
+  onBody({}, 0);
+}
+
+void HttpsConnection::onBody(const error_code& error, size_t /*bytes*/) {
+  if (error) {
+    countCut(error);
+    return;
+  }
+  const HttpRequest& request = parser_->get();
+  HttpResponse response = handler_(request);
+  const bool keep_alive =
+      request.keep_alive() && response.keep_alive() && !stopped_ && !registry_.stopping();
+  response.version(request.version());
+  answer(std::move(response), keep_alive);
+}
+
+void HttpsConnection::answer(HttpResponse response, bool keep_alive) {
+  const bool head =
+      parser_ && parser_->is_header_done() && parser_->get().method() == http::verb::head;
+  keep_alive_ = keep_alive;
+  response_ = std::move(response);
+  response_.keep_alive(keep_alive);
+  serializer_.emplace(response_);
+  tcp().expires_after(options_.write_timeout);
+  auto done = beast::bind_front_handler(&HttpsConnection::onAnswered, shared_from_this());
+  if (head) {
+    http::async_write_header(stream_, *serializer_, std::move(done));
+  } else {
+    http::async_write(stream_, *serializer_, std::move(done));
+  }
+}
+
+void HttpsConnection::onAnswered(const error_code& error, size_t /*bytes*/) {
+  serializer_.reset();
+  if (error) {
+    return;
+  }
+  if (!keep_alive_) {
+    closeLingering();
+    return;
+  }
+  request_deadline_ = Clock::now() + options_.keep_alive_timeout + options_.request_timeout;
+  response_ = {};
+  if (buffer_.size() == 0 && buffer_.capacity() > kKeptBufferBytes) {
+    buffer_.shrink_to_fit();
+  }
+  waitForRequest();
+}
+
+void HttpsConnection::refuse(http::status status, const std::string& message) {
+  HttpResponse response{status, 11};
+  response.set(http::field::content_type, "text/plain");
+  response.body() = message + "\n";
+  response.prepare_payload();
+  parser_.reset(); // a HEAD request's refusal is answered whole
+  answer(std::move(response), false);
+}
+
+// Closing a socket with unread bytes makes the kernel send a reset, which can destroy an answer
+// the client has not read yet. So: half-close, then drop what the client still sends (a refused
+// body, its own TLS close) until it closes or refusal_linger passes, then close.
+void HttpsConnection::closeLingering() {
+  error_code ignored;
+  tcp().socket().shutdown(asio::ip::tcp::socket::shutdown_send, ignored);
+  discard_ = std::make_unique<char[]>(kReadBytes);
+  tcp().expires_after(options_.refusal_linger);
+  discard();
+}
+
+void HttpsConnection::discard() {
+  tcp().async_read_some(asio::buffer(discard_.get(), kReadBytes),
+                        [self = shared_from_this()](const error_code& error, size_t) {
+                          if (!error) {
+                            self->discard();
+                          }
+                        });
+}
+
+void HttpsConnection::countCut(const error_code& error) {
+  if (error == beast::error::timeout) {
+    registry_.countCut();
+  }
+}
+
+} // namespace kube_rdma
