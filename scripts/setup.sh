@@ -5,7 +5,7 @@
 #   setup.sh --tests  and Node.js with npm, on which the manifest validators run, qemu for the
 #                     soft-RoCE VM test and podman with runc for the memlock hook test
 #                     (scripts/test.sh)
-#   setup.sh --all    and the benchmarks' load tools (wrk, nginx, curl)
+#   setup.sh --all    and the benchmarks' load tools (h2load, nginx, curl)
 set -euo pipefail
 
 packages=(
@@ -33,7 +33,7 @@ with_node=
 case "${1:-}" in
   "") ;;
   --tests) with_node=1 packages+=("${test_packages[@]}") ;;
-  --all) with_node=1 packages+=("${test_packages[@]}" wrk nginx-light curl) ;;
+  --all) with_node=1 packages+=("${test_packages[@]}" nghttp2-client nginx-light curl) ;;
   *) echo "setup: unknown option '$1' (--tests or --all)" >&2; exit 2 ;;
 esac
 
