@@ -445,6 +445,18 @@ std::optional<json> ApiServerSimulator::object(const std::string& plural, const 
   return found == objects->second.end() ? std::nullopt : std::optional<json>(found->second);
 }
 
+std::vector<json> ApiServerSimulator::objects(const std::string& plural) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<json> listed;
+  const auto objects = objects_.find(plural);
+  if (objects != objects_.end()) {
+    for (const auto& [key, object] : objects->second) {
+      listed.push_back(object);
+    }
+  }
+  return listed;
+}
+
 json ApiServerSimulator::storeLocked(const std::string& plural, json object, const char* type,
                                      json previous) {
   object["metadata"]["resourceVersion"] = std::to_string(++version_);

@@ -13,6 +13,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "common/result.h"
 
@@ -60,6 +61,8 @@ public:
   bool remove(const std::string& plural, const std::string& ns, const std::string& name);
   std::optional<nlohmann::json> object(const std::string& plural, const std::string& ns,
                                        const std::string& name) const;
+  // Every stored object of `plural`, read without a request (so failNext is not spent on it).
+  std::vector<nlohmann::json> objects(const std::string& plural) const;
   // The next `count` requests are answered `http_status` (500, 429 with Retry-After, 503) with
   // a Status body, before authentication, as an overloaded server would.
   void failNext(int count, int http_status);
