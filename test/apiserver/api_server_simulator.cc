@@ -348,6 +348,11 @@ Status ApiServerSimulator::start() {
     return makeError("simulator: cannot bind 127.0.0.1");
   }
   thread_ = std::thread([this] { server_->listen_after_bind(); });
+  // cpp-httplib's stop() does nothing before the server runs: a test that stops the simulator
+  // right away would otherwise join a thread that accepts forever.
+  while (!server_->is_running()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   return Ok{};
 }
 
