@@ -39,10 +39,11 @@ bool hasBody(http::verb method) {
 
 } // namespace
 
-HttpsConnection::HttpsConnection(asio::ip::tcp::socket socket, asio::ssl::context& tls,
+HttpsConnection::HttpsConnection(asio::ip::tcp::socket socket, SSL_CTX& tls,
                                  const ServerOptions& options, const RequestHandler& handler,
                                  ConnectionRegistry& registry)
-    : stream_(std::move(socket), tls), options_(options), handler_(handler), registry_(registry) {}
+    : stream_(std::move(socket), tls), deadline_(stream_.get_executor()), options_(options),
+      handler_(handler), registry_(registry) {}
 
 HttpsConnection::~HttpsConnection() {
   registry_.remove(this);
@@ -56,7 +57,8 @@ void HttpsConnection::stop() {
   asio::post(stream_.get_executor(), [self = shared_from_this()] {
     self->stopped_ = true;
     if (self->waiting_) {
-      self->tcp().cancel();
+      error_code ignored;
+      self->stream_.socket().cancel(ignored);
     }
   });
 }
@@ -64,17 +66,16 @@ void HttpsConnection::stop() {
 void HttpsConnection::handshake() {
   const Clock::time_point now = Clock::now();
   request_deadline_ = now + options_.keep_alive_timeout + options_.request_timeout;
-  tcp().expires_at(std::min(now + options_.handshake_timeout, request_deadline_));
+  expireAt(std::min(now + options_.handshake_timeout, request_deadline_));
   waiting_ = true;
   stream_.async_handshake(
-      asio::ssl::stream_base::server,
       beast::bind_front_handler(&HttpsConnection::onHandshake, shared_from_this()));
 }
 
-void HttpsConnection::onHandshake(const error_code& error) {
+void HttpsConnection::onHandshake(const error_code& error, size_t /*bytes*/) {
   waiting_ = false;
   if (error) {
-    countCut(error);
+    countCut();
     return;
   }
   waitForRequest();
@@ -95,7 +96,7 @@ void HttpsConnection::waitForRequest() {
     return;
   }
   waiting_ = true;
-  tcp().expires_at(std::min(Clock::now() + options_.keep_alive_timeout, request_deadline_));
+  expireAt(std::min(Clock::now() + options_.keep_alive_timeout, request_deadline_));
   stream_.async_read_some(
       buffer_.prepare(kReadBytes),
       beast::bind_front_handler(&HttpsConnection::onFirstBytes, shared_from_this()));
@@ -111,7 +112,7 @@ void HttpsConnection::onFirstBytes(const error_code& error, size_t bytes) {
 }
 
 void HttpsConnection::readHeader() {
-  tcp().expires_at(request_deadline_);
+  expireAt(request_deadline_);
   http::async_read_header(
       stream_, buffer_, *parser_,
       beast::bind_front_handler(&HttpsConnection::onHeader, shared_from_this()));
@@ -136,7 +137,7 @@ void HttpsConnection::onHeader(const error_code& error, size_t /*bytes*/) {
     return;
   }
   if (error) {
-    countCut(error);
+    countCut();
     return;
   }
   const HttpRequest& request = parser_->get();
@@ -181,7 +182,7 @@ void HttpsConnection::readBody() {
 
 void HttpsConnection::onBody(const error_code& error, size_t /*bytes*/) {
   if (error) {
-    countCut(error);
+    countCut();
     return;
   }
   const HttpRequest& request = parser_->get();
@@ -199,7 +200,7 @@ void HttpsConnection::answer(HttpResponse response, bool keep_alive) {
   response_ = std::move(response);
   response_.keep_alive(keep_alive);
   serializer_.emplace(response_);
-  tcp().expires_after(options_.write_timeout);
+  expireAt(Clock::now() + options_.write_timeout);
   auto done = beast::bind_front_handler(&HttpsConnection::onAnswered, shared_from_this());
   if (head) {
     http::async_write_header(stream_, *serializer_, std::move(done));
@@ -239,25 +240,40 @@ void HttpsConnection::refuse(http::status status, const std::string& message) {
 // body, its own TLS close) until it closes or refusal_linger passes, then close.
 void HttpsConnection::closeLingering() {
   error_code ignored;
-  tcp().socket().shutdown(asio::ip::tcp::socket::shutdown_send, ignored);
+  stream_.socket().shutdown(asio::ip::tcp::socket::shutdown_send, ignored);
   discard_ = std::make_unique<char[]>(kReadBytes);
-  tcp().expires_after(options_.refusal_linger);
+  expireAt(Clock::now() + options_.refusal_linger);
   discard();
 }
 
 void HttpsConnection::discard() {
-  tcp().async_read_some(asio::buffer(discard_.get(), kReadBytes),
-                        [self = shared_from_this()](const error_code& error, size_t) {
-                          if (!error) {
-                            self->discard();
-                          }
-                        });
+  stream_.socket().async_read_some(asio::buffer(discard_.get(), kReadBytes),
+                                   [self = shared_from_this()](const error_code& error, size_t) {
+                                     if (!error) {
+                                       self->discard();
+                                     }
+                                   });
 }
 
-void HttpsConnection::countCut(const error_code& error) {
-  if (error == beast::error::timeout) {
+void HttpsConnection::countCut() {
+  if (timed_out_) {
     registry_.countCut();
   }
+}
+
+// A timer that passed while its connection was gone, or was moved on, does nothing.
+void HttpsConnection::expireAt(Clock::time_point deadline) {
+  timed_out_ = false;
+  deadline_.expires_at(deadline);
+  deadline_.async_wait([weak = weak_from_this()](const error_code& error) {
+    const std::shared_ptr<HttpsConnection> self = weak.lock();
+    if (error || !self || self->deadline_.expiry() > Clock::now()) {
+      return;
+    }
+    self->timed_out_ = true;
+    error_code ignored;
+    self->stream_.socket().cancel(ignored);
+  });
 }
 
 } // namespace kube_rdma

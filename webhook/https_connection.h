@@ -1,12 +1,12 @@
 #pragma once
 
+#include <openssl/ssl.h>
+
 #include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/ssl/context.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/serializer.hpp>
-#include <boost/beast/ssl/ssl_stream.hpp>
 
 #include <chrono>
 #include <memory>
@@ -14,6 +14,7 @@
 #include <string>
 
 #include "webhook/https_server.h"
+#include "webhook/tls_stream.h"
 
 // One accepted TLS connection, from handshake to close: reads requests one at a time, has the
 // handler answer each and writes the answer, under the deadlines of ServerOptions. All its steps
@@ -22,9 +23,8 @@ namespace kube_rdma {
 
 class HttpsConnection : public std::enable_shared_from_this<HttpsConnection> {
 public:
-  HttpsConnection(boost::asio::ip::tcp::socket socket, boost::asio::ssl::context& tls,
-                  const ServerOptions& options, const RequestHandler& handler,
-                  ConnectionRegistry& registry);
+  HttpsConnection(boost::asio::ip::tcp::socket socket, SSL_CTX& tls, const ServerOptions& options,
+                  const RequestHandler& handler, ConnectionRegistry& registry);
   ~HttpsConnection();
   HttpsConnection(const HttpsConnection&) = delete;
   HttpsConnection& operator=(const HttpsConnection&) = delete;
@@ -39,7 +39,7 @@ private:
   using Clock = std::chrono::steady_clock;
 
   void handshake();
-  void onHandshake(const boost::system::error_code& error);
+  void onHandshake(const boost::system::error_code& error, size_t bytes);
   void waitForRequest();
   void onFirstBytes(const boost::system::error_code& error, size_t bytes);
   void readHeader();
@@ -54,11 +54,13 @@ private:
   void closeLingering();
   void discard();
   // A timeout while a request (or the handshake) is under way is a cut; others just close.
-  void countCut(const boost::system::error_code& error);
+  void countCut();
+  // The step under way when `deadline` passes is cancelled and ends with an error.
+  void expireAt(Clock::time_point deadline);
 
-  boost::beast::tcp_stream& tcp() { return boost::beast::get_lowest_layer(stream_); }
-
-  boost::beast::ssl_stream<boost::beast::tcp_stream> stream_;
+  TlsStream stream_;
+  boost::asio::steady_timer deadline_;
+  bool timed_out_ = false;
   const ServerOptions& options_;
   const RequestHandler& handler_;
   ConnectionRegistry& registry_;

@@ -84,16 +84,18 @@ size_t ConnectionRegistry::open() const {
 HttpsServer::HttpsServer(ServerOptions options, const std::function<bool(SSL_CTX&)>& configure_tls,
                          RequestHandler handler)
     : options_(std::move(options)), handler_(std::move(handler)),
-      tls_(asio::ssl::context::tls_server), registry_(options_.max_connections),
+      tls_(SSL_CTX_new(TLS_server_method()), SSL_CTX_free), registry_(options_.max_connections),
       loops_(makeLoops(options_.threads > 0 ? options_.threads : defaultThreads())),
       acceptor_(*loops_.front()), retry_(*loops_.front()) {
   for (const std::unique_ptr<Loop>& loop : loops_) {
     keep_running_.push_back(asio::make_work_guard(*loop));
   }
-  // A connection waiting for its next request gives OpenSSL's read and write buffers (about
-  // 34 KiB) back: held connections would otherwise keep them for nothing (docs/webhook.md).
-  SSL_CTX_set_mode(tls_.native_handle(), SSL_MODE_RELEASE_BUFFERS);
-  tls_ok_ = configure_tls(*tls_.native_handle());
+  if (tls_) {
+    // A connection waiting for its next request gives OpenSSL's read and write buffers (about
+    // 34 KiB) back: held connections would otherwise keep them for nothing (docs/webhook.md).
+    SSL_CTX_set_mode(tls_.get(), SSL_MODE_RELEASE_BUFFERS);
+    tls_ok_ = configure_tls(*tls_);
+  }
 }
 
 HttpsServer::~HttpsServer() = default;
@@ -145,7 +147,7 @@ void HttpsServer::onAccept(const error_code& error, tcp::socket socket) {
   error_code ignored;
   socket.set_option(tcp::no_delay(true), ignored);
   auto connection =
-      std::make_shared<HttpsConnection>(std::move(socket), tls_, options_, handler_, registry_);
+      std::make_shared<HttpsConnection>(std::move(socket), *tls_, options_, handler_, registry_);
   const bool room = registry_.add(
       connection, [this] { asio::post(acceptor_.get_executor(), [this] { accept(); }); });
   connection->start();

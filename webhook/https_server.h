@@ -5,7 +5,6 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/ssl/context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
@@ -123,7 +122,7 @@ private:
   // Declared before loops_: the connections that the loops destroy last refer to them.
   const ServerOptions options_;
   const RequestHandler handler_;
-  boost::asio::ssl::context tls_;
+  std::unique_ptr<SSL_CTX, decltype(&SSL_CTX_free)> tls_;
   bool tls_ok_ = false;
   ConnectionRegistry registry_;
   // One event loop per server thread; a connection lives on one loop, so its steps run on one

@@ -50,9 +50,9 @@ constexpr long kMemoryGrowthBoundKiB = 64L * 1024;
 // Memory bounds grow with the server's threads and its open connections. Under ASan
 // (scripts/test.sh) a thread's first requests map its fake stack and shadow: 1-8 MiB each; the
 // optimised build's threads cost little beyond their connections. An idle TLS connection holds
-// its socket, OpenSSL's state and Asio's TLS buffers (docs/webhook.md "Connections").
+// its socket, its request buffer and OpenSSL's state (docs/webhook.md "Connections").
 constexpr long kThreadBudgetKiB = kAddressSanitizer ? 8 * 1024 : 96;
-constexpr long kConnectionBudgetKiB = kAddressSanitizer ? 256 : 128;
+constexpr long kConnectionBudgetKiB = kAddressSanitizer ? 256 : 48;
 
 std::string readText(const fs::path& path) {
   std::ifstream in(path);
