@@ -50,7 +50,7 @@ public:
   std::shared_ptr<const ServingCertificate> current() const { return current_.load(); }
 
   // TLS 1.2 at the least, AEAD ciphers with forward secrecy, and the certificate callback that
-  // hands each handshake the current pair. For httplib::SSLServer's set-up callback.
+  // hands each handshake the current pair. For HttpsServer's TLS set-up callback.
   bool configure(SSL_CTX& ctx);
 
 private:

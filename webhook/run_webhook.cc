@@ -1,6 +1,5 @@
 #include "webhook/run_webhook.h"
 
-#include <httplib.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -15,6 +14,7 @@
 #include "common/webhook_policy.h"
 #include "kubeclient/api_client.h"
 #include "kubeclient/kubeconfig.h"
+#include "rpc/metrics_server.h"
 #include "webhook/claim_reader.h"
 #include "webhook/flags.h"
 
@@ -180,20 +180,17 @@ int run(const WebhookFlags& flags) {
     return 1;
   }
 
-  // Plain-HTTP metrics for Prometheus, when asked for; /metrics is on the HTTPS port as well.
-  httplib::Server metrics_server;
-  std::thread metrics_thread;
+  // Plain-HTTP /metrics and /healthz, when asked for; both are on the HTTPS port as well.
+  MetricsServerPtr metrics_server;
   if (!flags.metrics_address.empty()) {
-    const ListenAddress address = *parseListenAddress(flags.metrics_address);
-    metrics_server.new_task_queue = [] { return new httplib::ThreadPool(2); };
-    metrics_server.Get("/metrics", [&server](const httplib::Request&, httplib::Response& res) {
-      res.set_content(server.renderMetrics(), "text/plain; version=0.0.4");
-    });
-    if (!metrics_server.bind_to_port(address.host, address.port)) {
-      logger.error("cannot listen for metrics", {{"address", flags.metrics_address}});
+    Result<MetricsServerPtr> started = MetricsServer::start(
+        flags.metrics_address, [&server] { return server.renderMetrics(); },
+        []() -> Result<std::string> { return std::string("ok\n"); });
+    if (!started.ok()) {
+      logger.error("cannot listen for metrics", {{"error", started.error().message}});
       return 1;
     }
-    metrics_thread = std::thread([&metrics_server] { metrics_server.listen_after_bind(); });
+    metrics_server = std::move(*started);
   }
 
   // Waits for SIGTERM or SIGINT, or for serve() to end on its own (it failed), which sends the
@@ -209,7 +206,6 @@ int run(const WebhookFlags& flags) {
       std::this_thread::sleep_for(flags.shutdown_delay);
       server.stop();
     }
-    metrics_server.stop();
   });
   logger.info("serving", {{"address", flags.listen.host + ":" + std::to_string(server.port())},
                           {"policy", flags.policy_file.empty() ? "defaults" : flags.policy_file}});
@@ -217,9 +213,6 @@ int run(const WebhookFlags& flags) {
   served_out = true;
   pthread_kill(signal_thread.native_handle(), SIGTERM);
   signal_thread.join();
-  if (metrics_thread.joinable()) {
-    metrics_thread.join();
-  }
   logger.info("stopped");
   return served ? 0 : 1;
 }
