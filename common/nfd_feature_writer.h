@@ -13,9 +13,9 @@
 namespace kube_rdma {
 
 // The kube-rdma.io/gpudirect-rdma label: the node has NVIDIA GPUs and `rdmactl doctor`'s GPUDirect
-// check (checkGpuDirect: nvidia_peermem loaded, or dma-buf possible) passes on the files under
-// `roots` as they are now. It reads those files and more (a NodeSnapshot): call it when the
-// topology or the configuration changes, not at every health sample.
+// check (checkGpuDirect: nvidia_peermem or nv_peer_mem loaded, or dma-buf possible) passes on the
+// files under `roots` as they are now. It reads those files and more (a NodeSnapshot): call it when
+// the topology or the configuration changes, not at every health sample.
 bool gpuDirectReady(const NodeTopology& topology, const SnapshotRoots& roots);
 
 // Keeps NFD's feature file (--nfd-features-file) current: written when the labels change and

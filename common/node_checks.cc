@@ -161,19 +161,53 @@ std::vector<std::string> bridgesBetween(const std::vector<std::string>& a,
   return out;
 }
 
-// nvidia_peermem's line of /proc/modules, "" when there is none.
-std::string peermemModulesLine(const NodeSnapshot& snapshot) {
+// A module's line of /proc/modules, "" when there is none.
+std::string modulesLine(const NodeSnapshot& snapshot, const std::string& module) {
   std::istringstream lines(snapshot.proc_modules.text.value_or(""));
   for (std::string line; std::getline(lines, line);) {
-    if (line.rfind("nvidia_peermem ", 0) == 0) {
+    if (line.rfind(module + " ", 0) == 0) {
       return line;
     }
   }
   return "";
 }
 
-bool peermemLoaded(const NodeSnapshot& snapshot) {
-  return snapshot.peermem_module.text || !peermemModulesLine(snapshot).empty();
+// "nvidia_peermem or nv_peer_mem" with " or "
+std::string peerMemoryNames(std::string_view separator) {
+  return joinStrings({std::begin(kPeerMemoryModules), std::end(kPeerMemoryModules)}, separator);
+}
+
+// The first of kPeerMemoryModules that is loaded (its <sys>/module directory is there or it has a
+// /proc/modules line), "" when none is, with the evidence either way.
+struct PeerMemory {
+  std::string module;
+  std::vector<Evidence> evidence;
+};
+PeerMemory loadedPeerMemory(const NodeSnapshot& snapshot) {
+  PeerMemory none;
+  for (const char* module : kPeerMemoryModules) {
+    const auto dir = snapshot.peermem_modules.find(module);
+    const bool present = dir != snapshot.peermem_modules.end() && dir->second.text;
+    const std::string line = modulesLine(snapshot, module);
+    if (present || !line.empty()) {
+      PeerMemory found{module, {}};
+      if (present) {
+        found.evidence.push_back(evidenceOf(dir->second));
+      }
+      if (!line.empty()) {
+        found.evidence.push_back({snapshot.proc_modules.path, line});
+      }
+      return found;
+    }
+    if (dir != snapshot.peermem_modules.end() && !dir->second.path.empty()) {
+      none.evidence.push_back(evidenceOf(dir->second));
+    }
+  }
+  if (snapshot.proc_modules.text) {
+    none.evidence.push_back(
+        {snapshot.proc_modules.path, "no " + peerMemoryNames(" or ") + " line"});
+  }
+  return none;
 }
 
 // "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  535.104.05  Release Build ..." ->
@@ -499,13 +533,12 @@ Check checkGpuDirect(const NodeTopology& topology, const NodeSnapshot& snapshot)
     check.detail = "no NVIDIA GPUs";
     return check;
   }
-  check.evidence = evidenceOf({&snapshot.peermem_module, &snapshot.nvidia_proc_version,
-                               &snapshot.nvidia_module_version, &snapshot.nvidia_taint,
-                               &snapshot.osrelease, &snapshot.libibverbs});
-  if (snapshot.proc_modules.text) {
-    const std::string line = peermemModulesLine(snapshot);
-    check.evidence.push_back(
-        {snapshot.proc_modules.path, line.empty() ? "no nvidia_peermem line" : line});
+  const PeerMemory peer_memory = loadedPeerMemory(snapshot);
+  check.evidence = peer_memory.evidence;
+  for (const Evidence& e :
+       evidenceOf({&snapshot.nvidia_proc_version, &snapshot.nvidia_module_version,
+                   &snapshot.nvidia_taint, &snapshot.osrelease, &snapshot.libibverbs})) {
+    check.evidence.push_back(e);
   }
   std::string driver;
   if (snapshot.nvidia_proc_version.text) {
@@ -515,8 +548,8 @@ Check checkGpuDirect(const NodeTopology& topology, const NodeSnapshot& snapshot)
     driver = trimmed(*snapshot.nvidia_module_version.text);
   }
   const std::string driver_text = driver.empty() ? "driver version unknown" : "driver " + driver;
-  if (peermemLoaded(snapshot)) {
-    check.detail = "nvidia_peermem is loaded (" + driver_text + ")";
+  if (!peer_memory.module.empty()) {
+    check.detail = peer_memory.module + " is loaded (" + driver_text + ")";
     return check;
   }
   // dma-buf needs NVIDIA's open kernel module ("Dual MIT/GPL"; the proprietary one taints the
@@ -552,15 +585,16 @@ Check checkGpuDirect(const NodeTopology& topology, const NodeSnapshot& snapshot)
                    trimmed(*snapshot.osrelease.text) + ", rdma-core " + std::to_string(*rdma_core);
     return check;
   }
-  std::vector<std::string> parts{"nvidia_peermem is not loaded"};
+  std::vector<std::string> parts{"neither " + peerMemoryNames(" nor ") + " is loaded"};
   parts.insert(parts.end(), missing.begin(), missing.end());
   if (!unknown.empty()) {
     parts.push_back("unknown: " + joinStrings(unknown, ", "));
   }
   check.detail = joinStrings(parts, "; ") + " (" + driver_text + ")";
   check.verdict = missing.empty() ? Verdict::kUnknown : Verdict::kWarn;
-  check.hint = "modprobe nvidia_peermem, or use NVIDIA's open kernel module with Linux >= 5.12 "
-               "and rdma-core >= 34 (dma-buf); without either NCCL copies through host memory";
+  check.hint = "modprobe nvidia_peermem (nv_peer_mem on MLNX_OFED's older stack), or use NVIDIA's "
+               "open kernel module with Linux >= 5.12 and rdma-core >= 34 (dma-buf); without "
+               "either NCCL copies through host memory";
   return check;
 }
 
@@ -595,11 +629,12 @@ Check checkIommu(const NodeTopology& topology, const NodeSnapshot& snapshot) {
                    " PCI functions)";
     return check;
   }
-  const bool peermem = peermemLoaded(snapshot);
-  check.verdict = peermem ? Verdict::kFail : Verdict::kWarn;
-  check.detail = "the IOMMU translates DMA of " + joinStrings(translating, ", ") +
-                 (peermem ? "; nvidia_peermem does not work through a translating IOMMU"
-                          : "; GPU<->HCA peer-to-peer DMA pays for translation");
+  const std::string peer_memory = loadedPeerMemory(snapshot).module;
+  check.verdict = peer_memory.empty() ? Verdict::kWarn : Verdict::kFail;
+  check.detail =
+      "the IOMMU translates DMA of " + joinStrings(translating, ", ") +
+      (peer_memory.empty() ? "; GPU<->HCA peer-to-peer DMA pays for translation"
+                           : "; " + peer_memory + " does not work through a translating IOMMU");
   check.hint = "boot with iommu=pt (intel_iommu=on iommu=pt, amd_iommu=pt) or set the groups' "
                "type to identity";
   return check;

@@ -88,13 +88,14 @@ struct NodeSnapshot {
   std::set<std::string> uverbs_nodes; // names under <dev_root>/infiniband
   FileRead osrelease;                 // <proc>/sys/kernel/osrelease
   FileRead proc_modules;              // <proc>/modules
-  FileRead peermem_module;            // <sys>/module/nvidia_peermem (a directory: "" when there)
-  FileRead nvidia_proc_version;       // <proc>/driver/nvidia/version
-  FileRead nvidia_module_version;     // <sys>/module/nvidia/version
-  FileRead nvidia_taint;              // <sys>/module/nvidia/taint ("PO": proprietary)
-  FileRead mlx5_core_version;         // <sys>/module/mlx5_core/version
-  FileRead libibverbs;                // the libibverbs file this process loaded (its realpath)
-  FileRead ofed_info;                 // `ofed_info -s` output when it was run
+  // <sys>/module/<name> of each of kPeerMemoryModules, by name (a directory: "" when there).
+  std::map<std::string, FileRead> peermem_modules;
+  FileRead nvidia_proc_version;   // <proc>/driver/nvidia/version
+  FileRead nvidia_module_version; // <sys>/module/nvidia/version
+  FileRead nvidia_taint;          // <sys>/module/nvidia/taint ("PO": proprietary)
+  FileRead mlx5_core_version;     // <sys>/module/mlx5_core/version
+  FileRead libibverbs;            // the libibverbs file this process loaded (its realpath)
+  FileRead ofed_info;             // `ofed_info -s` output when it was run
   WorkloadFiles workload;
   bool operator==(const NodeSnapshot&) const = default;
 };
@@ -134,6 +135,10 @@ constexpr uint64_t kSuggestedRoceMtu = 4200;
 // the kernel's RDMA dma-buf importer).
 constexpr int kDmabufRdmaCore = 34;
 constexpr std::pair<int, int> kDmabufKernel = {5, 12};
+// GPUDirect RDMA's peer memory clients, which let an HCA DMA into GPU memory: nvidia_peermem
+// (part of NVIDIA's driver since R470) and nv_peer_mem, its MLNX_OFED-era predecessor. Either
+// one will do; the checks name the first of these that is loaded.
+inline constexpr const char* kPeerMemoryModules[] = {"nvidia_peermem", "nv_peer_mem"};
 // Below this a finite memlock soft limit cannot pin NCCL's buffers.
 constexpr uint64_t kWorkloadMemlockFailBytes = 1ull << 30;
 

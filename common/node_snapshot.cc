@@ -110,7 +110,9 @@ NodeSnapshot readNodeSnapshot(const SnapshotRoots& roots, const NodeTopology& to
   }
   s.osrelease = readText(proc + "/sys/kernel/osrelease");
   s.proc_modules = readText(proc + "/modules", kProcFileBytes);
-  s.peermem_module = readPresence(sys + "/module/nvidia_peermem");
+  for (const char* module : kPeerMemoryModules) {
+    s.peermem_modules[module] = readPresence(sys + "/module/" + module);
+  }
   s.nvidia_proc_version = readText(proc + "/driver/nvidia/version");
   s.nvidia_module_version = readText(sys + "/module/nvidia/version");
   s.nvidia_taint = readText(sys + "/module/nvidia/taint");

@@ -208,10 +208,15 @@ Status PluginManager::applyConfig(const PluginConfig& config,
     unserve(it->second);
     it = pools_.erase(it);
   }
+  // The node checks read many files: judged once per topology or config, not per scrape or
+  // sample, like `rdmactl doctor` (without running ofed_info); only /metrics shows them.
+  const SnapshotRoots roots{flags_.sysfs_root, flags_.proc_root, flags_.dev_root};
+  if (!flags_.metrics_address.empty()) {
+    node_checks_ = nodeCheckFamily(runNodeChecks(
+        *topology, config, readNodeSnapshot(roots, *topology, {loadedLibibverbs(), {}, {}})));
+  }
   if (nfd_) {
-    // The doctor's GPUDirect check reads many files: once per topology or config, not per sample.
-    gpudirect_ready_ = gpuDirectReady(
-        *topology, SnapshotRoots{flags_.sysfs_root, flags_.proc_root, flags_.dev_root});
+    gpudirect_ready_ = gpuDirectReady(*topology, roots);
   }
   topology_ = std::move(topology);
   last_health_ = health;
@@ -546,14 +551,11 @@ std::string PluginManager::renderMetrics() const {
         .set(static_cast<double>(list.devices.size()) - healthy);
   }
   // The kernel keeps the port counters: read at each scrape, never stored. The node checks are
-  // judged from the files as they are now, like `rdmactl doctor` (without running ofed_info).
+  // the ones applyConfig judged.
   std::vector<ScrapedFamily> scraped;
   if (topology_) {
     scraped = portCounterFamilies(readPortCounters(flags_.sysfs_root, *topology_));
-    const NodeSnapshot snapshot =
-        readNodeSnapshot({flags_.sysfs_root, flags_.proc_root, flags_.dev_root}, *topology_,
-                         ProcessSide{loadedLibibverbs(), {}, {}});
-    scraped.push_back(nodeCheckFamily(runNodeChecks(*topology_, config_, snapshot)));
+    scraped.push_back(node_checks_);
   }
   return metrics_.render() + renderScraped(scraped);
 }

@@ -37,7 +37,8 @@ namespace kube_rdma {
 //  - devices appeared or vanished: discover again and rebuild what changed.
 // Health samples go straight to the pools from the HealthWatcher's thread. With
 // --nfd-features-file, each turn also brings NFD's feature file up to date (labels changed by any
-// of the above or by a port state, or the file half-way to its expiry).
+// of the above or by a port state, or the file half-way to its expiry). The node checks that
+// /metrics serves are judged again when the config or the devices change, not per scrape.
 class PluginManager {
 public:
   PluginManager(PluginFlags flags, FileWatcher& watcher, Logger& logger, MetricsRegistry& metrics,
@@ -113,6 +114,7 @@ private:
   PluginConfig config_;
   std::shared_ptr<const NodeTopology> topology_;
   bool gpudirect_ready_ = false; // gpuDirectReady() of topology_, with --nfd-features-file
+  ScrapedFamily node_checks_; // nodeCheckFamily() of topology_ and config_, with --metrics-address
   NodeHealthView last_health_;
   std::map<std::string, Pool> pools_; // by resource name
   std::vector<std::function<void()>> file_work_;

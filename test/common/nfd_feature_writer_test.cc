@@ -106,9 +106,9 @@ TEST_F(NfdFeatureWriterTest, AFailedWriteIsAnErrorAndIsTriedAgainSoon) {
   EXPECT_TRUE(*written);
 }
 
-// The doctor's verdict decides: nvidia_peermem loaded on the A100 node; on the degraded one it is
-// not, with the proprietary module and kernel 5.4 (no dma-buf either); the dual-port node has no
-// GPUs.
+// The doctor's verdict decides: nvidia_peermem loaded on the A100 node, nv_peer_mem on the
+// a100-nv-peer-mem one; on the degraded one neither is, with the proprietary module and kernel 5.4
+// (no dma-buf either); the dual-port node has no GPUs.
 TEST(GpuDirectReady, IsTheDoctorsGpuDirectCheckOnNodesWithGpus) {
   const auto ready = [](const std::string& fixture) {
     const std::string node = std::string(KUBE_RDMA_FIXTURES) + "/" + fixture;
@@ -116,6 +116,7 @@ TEST(GpuDirectReady, IsTheDoctorsGpuDirectCheckOnNodesWithGpus) {
     return gpuDirectReady(discoverFromSysfs({roots.sysfs_root, roots.proc_root}), roots);
   };
   EXPECT_TRUE(ready("a100-roce"));
+  EXPECT_TRUE(ready("a100-nv-peer-mem"));
   EXPECT_FALSE(ready("a100-degraded"));
   EXPECT_FALSE(ready("dual-port"));
 }

@@ -21,7 +21,9 @@
 // the driver's output by test/dra) and variants of them, and must select exactly the expected
 // ports; the slice policy is put to the driver's own requests and to those it must not make; the
 // DRA DaemonSet installs the memlock hook as the device plugin's does; the claims of
-// examples/dra name classes, requests and claims that exist.
+// examples/dra name classes, requests and claims that exist. NFD labels (components/nfd-labels):
+// a render gives each of the device plugin and rdma-dra-driver --nfd-features-file, and every
+// DaemonSet with that flag mounts the host's features.d where the file goes.
 //
 // With --plugin, --webhook, --dra and --fixtures, it also starts the built rdma-device-plugin
 // (on a fixture node) and rdma-webhook exactly as each rendered DaemonSet and Deployment starts
@@ -784,6 +786,27 @@ function sharedPathProblems(ds) {
   return problems;
 }
 
+// NFD labels (components/nfd-labels): nfd-worker reads the host's features.d, so a daemon given
+// --nfd-features-file must write its file into a writable mount of that host directory.
+const nfdFeaturesDir = "/etc/kubernetes/node-feature-discovery/features.d";
+const nfdFeaturesArg = (ds) =>
+  (ds.spec.template.spec.containers[0].args ?? []).find((a) =>
+    a.startsWith("--nfd-features-file="),
+  );
+function nfdMountProblems(ds) {
+  const pod = ds.spec.template.spec;
+  const arg = nfdFeaturesArg(ds);
+  const dir = dirname(arg.slice("--nfd-features-file=".length));
+  const mount = (pod.containers[0].volumeMounts ?? []).find((m) => m.mountPath === dir);
+  if (!mount) return [`no volume mounted at ${dir}, where ${arg} writes`];
+  const volume = (pod.volumes ?? []).find((v) => v.name === mount.name);
+  const problems = [];
+  if (volume?.hostPath?.path !== nfdFeaturesDir)
+    problems.push(`${dir} mounts volume ${mount.name}, not the host's ${nfdFeaturesDir}`);
+  if (mount.readOnly) problems.push(`${dir} is mounted read-only`);
+  return problems;
+}
+
 // The DRA DaemonSet installs the memlock hook exactly as the device plugin's does.
 function memlockInstallerProblems(dra, plugin) {
   const installer = (ds) => {
@@ -1532,9 +1555,11 @@ async function runDraDriver(label, w, objects, programs, fixture, scratch, slice
   const refused = api.requests.filter((r) => r.refused);
   problems.push(...new Set(refused.map((r) => `refused: ${r.verb} ${r.resource}`)));
   const calls = [...new Set(api.requests.map((r) => `${r.verb} ${r.resource}`))];
+  const nfd = nfdFeaturesArg(w) ? ", writes its NFD labels into the features.d mount" : "";
   check(
     `${name} in-cluster, against an API server applying the render's RBAC and policy ` +
-      `(${calls.join(", ")}): registers its sockets, publishes the A100 slice, stops on SIGTERM`,
+      `(${calls.join(", ")}): registers its sockets, publishes the A100 slice${nfd}, ` +
+      "stops on SIGTERM",
     problems,
   );
 }
@@ -1703,6 +1728,24 @@ async function main() {
         ...(pluginDaemonSet(objects) ? ["the device plugin's DaemonSet is still there"] : []),
       ],
     );
+  }
+
+  // NFD labels from either daemon: every render that passes --nfd-features-file mounts the host's
+  // features.d there, and some render does so for each of them.
+  for (const [name, daemonSet] of [
+    ["rdma-device-plugin", pluginDaemonSet],
+    ["rdma-dra-driver", draDaemonSet],
+  ]) {
+    const labelled = rendered.filter(
+      (r) => daemonSet(r.objects) && nfdFeaturesArg(daemonSet(r.objects)),
+    );
+    if (labelled.length === 0) check(`a render gives ${name} NFD labels`, ["none does"]);
+    for (const { label, objects } of labelled) {
+      check(
+        `${label}: ${name} writes its NFD labels into the host's features.d`,
+        nfdMountProblems(daemonSet(objects)),
+      );
+    }
   }
 
   if (!mwcConditions || mwcConditions.length === 0) {

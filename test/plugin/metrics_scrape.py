@@ -5,7 +5,8 @@ scrapes its /metrics and parses the text with the Prometheus project's own Pytho
 against the fixture's counter files: one counter family per file, `_total` samples labelled
 device, port and netdev, port_xmit_data/port_rcv_data as `_bytes_total` at 4x the file (sysfs
 counts 4-octet words), hw_counters/lifespan left out, the saturating legacy counters saying so
-in their help text, the node checks as a StateSet, and the plugin's own metrics still there.
+in their help text, the node checks as a StateSet (judged again when the config changes, not per
+scrape), and the plugin's own metrics still there.
 
 Usage: metrics_scrape.py PLUGIN_BINARY FIXTURE_DIR (e.g. build/fixtures/a100-roce)
        metrics_scrape.py --parse FILE: the same parser's reading of an exposition in FILE, as JSON
@@ -14,6 +15,7 @@ Usage: metrics_scrape.py PLUGIN_BINARY FIXTURE_DIR (e.g. build/fixtures/a100-roc
 """
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -41,6 +43,27 @@ def get(url):
         return None, ""
 
 
+# Two configs the plugin reloads between: the exclusive pool on every RoCE NIC, then on four.
+CONFIG = ('{"version": "v1", "pools": [{"resourceName": "example.com/hca", "mode": "exclusive", '
+          '"selector": {"linkLayer": "Ethernet", "deviceNames": ["%s"]}}]}')
+
+
+def publish(config_dir, version, text):
+    """Writes a config as the kubelet updates a mounted ConfigMap: a new ..<version> directory,
+    the ..data symlink swapped to it, config.json pointing through ..data."""
+    os.makedirs(os.path.join(config_dir, "..v%d" % version))
+    with open(os.path.join(config_dir, "..v%d" % version, "config.json"), "w") as f:
+        f.write(text)
+    os.symlink("..v%d" % version, os.path.join(config_dir, "..data_tmp"))
+    os.rename(os.path.join(config_dir, "..data_tmp"), os.path.join(config_dir, "..data"))
+    if not os.path.islink(os.path.join(config_dir, "config.json")):
+        os.symlink("..data/config.json", os.path.join(config_dir, "config.json"))
+
+
+def node_check_lines(text):
+    return [l for l in text.splitlines() if l.startswith("kube_rdma_node_check{")]
+
+
 def metric_name(source, name):
     if source == "hw_counters":
         return "kube_rdma_port_hw_" + name.lower() + "_total"
@@ -61,18 +84,23 @@ def parse_to_json(path):
 def main():
     if sys.argv[1] == "--parse":
         return parse_to_json(sys.argv[2])
-    plugin, node = sys.argv[1], sys.argv[2]
+    plugin, fixture = sys.argv[1], sys.argv[2]
     failures = []
     with tempfile.TemporaryDirectory() as tmp:
-        for d in ("kubelet", "registry-absent", "state"):
+        for d in ("kubelet", "registry-absent", "state", "config"):
             os.makedirs(os.path.join(tmp, d), exist_ok=True)
+        # A private copy: the test changes files the node checks read.
+        node = os.path.join(tmp, "node")
+        shutil.copytree(fixture, node, symlinks=True)
+        config_dir = os.path.join(tmp, "config")
+        publish(config_dir, 1, CONFIG % "mlx5_*")
         port = free_port()
         log = open(os.path.join(tmp, "plugin.log"), "w+")
         child = subprocess.Popen(
             [plugin, "--sysfs-root", node + "/sys", "--proc-root", node + "/proc",
              "--dev-root", node + "/dev", "--device-plugin-dir", tmp + "/kubelet",
              "--plugin-registry-dir", tmp + "/registry-absent/x", "--state-dir", tmp + "/state",
-             "--metrics-address", "127.0.0.1:%d" % port],
+             "--config", config_dir + "/config.json", "--metrics-address", "127.0.0.1:%d" % port],
             stdout=log, stderr=subprocess.STDOUT)
         try:
             end = time.time() + DEADLINE_S
@@ -83,7 +111,25 @@ def main():
                     print("FAIL the plugin never answered /healthz")
                     return 1
                 time.sleep(0.1)
-            status, text = get("http://127.0.0.1:%d/metrics" % port)
+            metrics = "http://127.0.0.1:%d/metrics" % port
+            status, text = get(metrics)
+            # The node checks are judged when the config or the devices change, not per scrape:
+            # translating IOMMU groups (a fail with nvidia_peermem loaded) show after a reload.
+            groups = os.path.join(node, "sys/kernel/iommu_groups")
+            for group in os.listdir(groups):
+                with open(os.path.join(groups, group, "type"), "w") as f:
+                    f.write("DMA\n")
+            again = node_check_lines(get(metrics)[1])
+            if again != node_check_lines(text):
+                failures.append("a second scrape judged the node checks again: %s" % sorted(
+                    set(again) ^ set(node_check_lines(text))))
+            publish(config_dir, 2, CONFIG % "mlx5_[1-4]")
+            end = time.time() + DEADLINE_S
+            while 'kube_rdma_node_check{check="iommu",state="fail"} 1' not in get(metrics)[1]:
+                if time.time() > end or child.poll() is not None:
+                    failures.append("the iommu check did not fail after a config reload")
+                    break
+                time.sleep(0.1)
         finally:
             child.send_signal(signal.SIGTERM)
             code = child.wait(timeout=DEADLINE_S)
@@ -101,7 +147,7 @@ def main():
             samples[(s.name, tuple(sorted(s.labels.items())))] = s.value
 
     checked = 0
-    ib = os.path.join(node, "sys/class/infiniband")
+    ib = os.path.join(fixture, "sys/class/infiniband")  # the copy is gone; its counters were these
     for device in sorted(os.listdir(ib)):
         ports = os.path.join(ib, device, "ports")
         for p in sorted(os.listdir(ports)):

@@ -168,7 +168,11 @@ TEST(GpuDirect, NoPeermemAndNoDmabufWarns) {
   const Node n = load("a100-degraded");
   const Check c = checkGpuDirect(n.topology, n.snapshot);
   EXPECT_EQ(c.verdict, Verdict::kWarn);
-  EXPECT_TRUE(contains(c.detail, "nvidia_peermem is not loaded")) << c.detail;
+  EXPECT_TRUE(contains(c.detail, "neither nvidia_peermem nor nv_peer_mem is loaded")) << c.detail;
+  EXPECT_TRUE(hasEvidence(c, "sys/module/nvidia_peermem", "(absent)"));
+  EXPECT_TRUE(hasEvidence(c, "sys/module/nv_peer_mem", "(absent)"));
+  EXPECT_TRUE(hasEvidence(c, "proc/modules", "no nvidia_peermem or nv_peer_mem line"));
+  EXPECT_TRUE(contains(c.hint, "modprobe nvidia_peermem (nv_peer_mem")) << c.hint;
   EXPECT_TRUE(contains(c.detail, "proprietary")) << c.detail;
   EXPECT_TRUE(contains(c.detail, "kernel 5.4.0-150-generic is older than 5.12")) << c.detail;
   EXPECT_TRUE(contains(c.detail, "driver 535.104.05")) << c.detail;
@@ -177,6 +181,37 @@ TEST(GpuDirect, NoPeermemAndNoDmabufWarns) {
   const Check peermem = checkGpuDirect(ok.topology, ok.snapshot);
   EXPECT_EQ(peermem.verdict, Verdict::kOk);
   EXPECT_EQ(peermem.detail, "nvidia_peermem is loaded (driver 535.104.05)");
+  EXPECT_TRUE(hasEvidence(peermem, "sys/module/nvidia_peermem", ""));
+}
+
+// MLNX_OFED's older stack loads nv_peer_mem instead: GPUDirect RDMA works the same, and either its
+// sysfs directory or its /proc/modules line tells.
+TEST(GpuDirect, NvPeerMemIsAPeerMemoryClientToo) {
+  Node n = load("a100-nv-peer-mem");
+  const Check c = checkGpuDirect(n.topology, n.snapshot);
+  EXPECT_EQ(c.verdict, Verdict::kOk) << c.detail;
+  EXPECT_EQ(c.detail, "nv_peer_mem is loaded (driver 535.104.05)");
+  EXPECT_TRUE(hasEvidence(c, "sys/module/nv_peer_mem", ""));
+  EXPECT_TRUE(hasEvidence(c, "proc/modules", "nv_peer_mem 16384 0 - Live 0x0000000000000000 (PO)"));
+  EXPECT_TRUE(c.hint.empty()) << c.hint;
+
+  n.snapshot.peermem_modules.at("nv_peer_mem").text.reset(); // /proc/modules alone
+  const Check line = checkGpuDirect(n.topology, n.snapshot);
+  EXPECT_EQ(line.verdict, Verdict::kOk) << line.detail;
+  EXPECT_EQ(line.detail, "nv_peer_mem is loaded (driver 535.104.05)");
+
+  n.snapshot.peermem_modules.at("nv_peer_mem").text = ""; // the sysfs directory alone
+  n.snapshot.proc_modules.text.reset();
+  EXPECT_EQ(checkGpuDirect(n.topology, n.snapshot).detail,
+            "nv_peer_mem is loaded (driver 535.104.05)");
+
+  for (auto& [address, files] : n.snapshot.pci) {
+    files.iommu_group_type.text = "DMA";
+  }
+  const Check iommu = checkIommu(n.topology, n.snapshot);
+  EXPECT_EQ(iommu.verdict, Verdict::kFail);
+  EXPECT_TRUE(contains(iommu.detail, "nv_peer_mem does not work through a translating IOMMU"))
+      << iommu.detail;
 }
 
 TEST(GpuDirect, DmabufNeedsTheOpenModuleANewKernelAndRdmaCore34) {
@@ -211,7 +246,7 @@ TEST(Iommu, TranslationWarnsAndFailsWhenGpuDirectReliesOnPeermem) {
   EXPECT_EQ(warn.verdict, Verdict::kWarn);
   EXPECT_TRUE(contains(warn.detail, "mlx5_1 (0000:13:00.0) (DMA-FQ)")) << warn.detail;
   EXPECT_TRUE(hasEvidence(warn, "0000:12:00.0/iommu_group/type", "DMA-FQ"));
-  n.snapshot.peermem_module.text = "";
+  n.snapshot.peermem_modules.at("nvidia_peermem").text = "";
   const Check fail = checkIommu(n.topology, n.snapshot);
   EXPECT_EQ(fail.verdict, Verdict::kFail);
   EXPECT_TRUE(contains(fail.detail, "nvidia_peermem")) << fail.detail;
