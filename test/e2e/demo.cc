@@ -25,45 +25,29 @@
 
 #include <httplib.h>
 #include <nlohmann/json.hpp>
-#include <grpcpp/grpcpp.h>
 #include <openssl/evp.h>
 
 #include "common/nccl_settings.h"
-#include "common/strings.h"
-#include "common/sysfs_discovery.h"
-#include "common/topology.h"
-#include "dra/claim_preparation.h"
-#include "dra/resource_slice.h"
-#include "dra/v1/api.grpc.pb.h"
-#include "pluginregistration/v1/api.grpc.pb.h"
-#include "test/dra/simulated_api.h"
+#include "test/e2e/demo_console.h"
+#include "test/e2e/demo_dra.h"
 #include "test/e2e/demo_report.h"
-#include "test/libnccl_run.h"
 #include "test/plugin/kubelet_simulator.h"
 #include "test/plugin/plugin_process.h"
 #include "test/plugin/temp_dir.h"
 #include "test/plugin/test_files.h"
-#include "test/yaml_documents.h"
 
 namespace kube_rdma {
 namespace {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
-using std::chrono::milliseconds;
-namespace dra = k8s::io::kubelet::pkg::apis::dra::v1;
 
-constexpr milliseconds kDeadline{15000}; // for events on a loaded machine, not a speed target
 constexpr const char* kResource = "rdma/shared";
 constexpr const char* kServiceName = "rdma-webhook.kube-rdma.svc"; // what the API server dials
 constexpr const char* kNode = "a100-roce";
 const std::string kDataNics = "=mlx5_1:1,mlx5_2:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_7:1,"
                               "mlx5_8:1";
-constexpr const char* kIndent = "    ";
 constexpr int kSteps = 10; // sections below; the verdict needs every one to pass
-// The GPU the DRA claim's pod is given: one on the node's second PCIe root, so that the NIC the
-// constraint picks is not merely the first port of the slice.
-constexpr size_t kDraGpu = 4;
 
 // The pods sent, as the training operator creates them from the examples (test/e2e/pods/).
 struct DemoPod {
@@ -126,57 +110,6 @@ Result<std::string> base64Decode(const std::string& text) {
   return out;
 }
 
-// Sections, checks and the verdict.
-class Report {
-public:
-  explicit Report(bool colour) : colour_(colour) {}
-
-  void section(const std::string& title) {
-    close();
-    ++steps_;
-    open_ = true;
-    step_ok_ = true;
-    std::cout << "\n"
-              << paint("1",
-                       "[" + std::to_string(steps_) + "/" + std::to_string(kSteps) + "] " + title)
-              << std::endl;
-  }
-  void line(const std::string& text) { std::cout << (text.empty() ? "" : kIndent) << text << "\n"; }
-  void block(const std::string& text) { std::cout << text; }
-  // Prints the outcome of one check; a failed check fails the step.
-  bool check(bool ok, const std::string& what) {
-    std::cout << kIndent << (ok ? paint("32", "ok  ") : paint("31", "FAIL")) << "  " << what
-              << "\n";
-    step_ok_ = step_ok_ && ok;
-    return ok;
-  }
-  bool fail(const std::string& what) { return check(false, what); }
-  int finish() {
-    close();
-    const bool pass = passed_ == kSteps;
-    std::cout << "\nkube-rdma demo: " << (pass ? paint("32", "PASS") : paint("31", "FAIL")) << " ("
-              << passed_ << "/" << kSteps << " steps)\n";
-    return pass ? 0 : 1;
-  }
-
-private:
-  void close() {
-    if (open_ && step_ok_) {
-      ++passed_;
-    }
-    open_ = false;
-  }
-  std::string paint(const char* code, const std::string& text) const {
-    return colour_ ? "\033[" + std::string(code) + "m" + text + "\033[0m" : text;
-  }
-
-  const bool colour_;
-  int steps_ = 0;
-  int passed_ = 0;
-  bool open_ = false;
-  bool step_ok_ = true;
-};
-
 // "overrides node, nccl.conf: =mlx5_1:1,...,mlx5_8:1": the losing layers, grouped by value, long
 // values shortened to keep the table one screen wide.
 std::string shadowedNote(const EnvOrigin& e) {
@@ -223,7 +156,8 @@ const json* rdmaContainer(const json& pod) {
 class Demo {
 public:
   Demo(std::string binary_dir, std::string source_dir, bool colour)
-      : binary_dir_(std::move(binary_dir)), source_dir_(std::move(source_dir)), report_(colour) {}
+      : binary_dir_(std::move(binary_dir)), source_dir_(std::move(source_dir)),
+        report_(colour, kSteps) {}
 
   int run() {
     std::cout << "kube-rdma demo: the guide's PyTorchJob on the bundled 8-GPU A100 RoCE node\n"
@@ -238,11 +172,12 @@ public:
       environment();
     }
     stopPrograms();
-    if (started && startDraDriver()) {
-      gpuClaim();
-      claimNcclConf();
+    DraDemo dra(report_, {binary_dir_, source_dir_, node_, tmp_.path(), kNode}, g_children[2]);
+    if (started && dra.startDriver()) {
+      dra.gpuClaim();
+      dra.claimNcclConf();
     }
-    stopDraDriver();
+    dra.stop();
     return report_.finish();
   }
 
@@ -281,11 +216,11 @@ private:
     }
 
     webhook_ =
-        startChild("webhook/rdma-webhook",
-                   {"--tls-cert-file", certs_ + "/tls.crt", "--tls-private-key-file",
-                    certs_ + "/tls.key", "--listen-address", "127.0.0.1:0", "--policy",
-                    source_dir_ + "/manifests/base/webhook/policy.json", "--shutdown-delay", "0"},
-                   0);
+        startProgram(report_, binary("webhook/rdma-webhook"),
+                     {"--tls-cert-file", certs_ + "/tls.crt", "--tls-private-key-file",
+                      certs_ + "/tls.key", "--listen-address", "127.0.0.1:0", "--policy",
+                      source_dir_ + "/manifests/base/webhook/policy.json", "--shutdown-delay", "0"},
+                     tmp_.path() + "/rdma-webhook.log", g_children[0]);
     if (!webhook_) {
       return false;
     }
@@ -314,12 +249,12 @@ private:
       return false;
     }
     state_dir_ = tmp_.path() + "/state";
-    plugin_ = startChild("plugin/rdma-device-plugin",
-                         {"--sysfs-root", node_ + "/sys", "--proc-root", node_ + "/proc",
-                          "--dev-root", node_ + "/dev", "--device-plugin-dir", kubelet_->dir(),
-                          "--plugin-registry-dir", tmp_.path() + "/no-plugins-registry",
-                          "--state-dir", state_dir_, "--node-name", kNode},
-                         1);
+    plugin_ = startProgram(report_, binary("plugin/rdma-device-plugin"),
+                           {"--sysfs-root", node_ + "/sys", "--proc-root", node_ + "/proc",
+                            "--dev-root", node_ + "/dev", "--device-plugin-dir", kubelet_->dir(),
+                            "--plugin-registry-dir", tmp_.path() + "/no-plugins-registry",
+                            "--state-dir", state_dir_, "--node-name", kNode},
+                           tmp_.path() + "/rdma-device-plugin.log", g_children[1]);
     if (!plugin_) {
       return false;
     }
@@ -487,7 +422,8 @@ private:
 
   void checkPatchedPod(const json& pod) {
     const json* c = rdmaContainer(pod);
-    if (!report_.check(c != nullptr, "the container asks for rdma/shared: 1")) {
+    report_.check(c != nullptr, "the container asks for rdma/shared: 1");
+    if (c == nullptr) {
       return;
     }
     const json caps = c->value("/securityContext/capabilities/add"_json_pointer, json::array());
@@ -629,7 +565,7 @@ private:
     std::erase_if(conf_nccl, [](const auto& kv) { return kv.first.rfind("NCCL_", 0) != 0; });
     report_.check(!conf_nccl.empty() && conf_nccl == node_nccl,
                   "nccl.conf holds the same NCCL_* values as the Allocate envs");
-    ncclReads(first.nccl_conf_path);
+    showNcclReading(report_, tmp_.path() + "/nccl-plugin", first.nccl_conf_path);
     bool all = true;
     for (const Admitted& p : pods_) {
       all = all && p.node_env == first.node_env;
@@ -693,356 +629,10 @@ private:
     report_.check(pods_.size() == kPods.size(), "every pod's container shown");
   }
 
-  // The real libnccl.so.2 reads `conf_path` with no NCCL_* in its environment but NCCL_DEBUG:
-  // every line of the file must reach NCCL's environment, and its log must say it took them.
-  void ncclReads(const std::string& conf_path) {
-    const NcclEnv conf = parseNcclConf(readTestFile(conf_path));
-    std::vector<std::string> names;
-    for (const auto& [name, value] : conf) {
-      names.push_back(name);
-    }
-    auto run = runNcclGetUniqueId(tmp_.sub("nccl"), conf_path, {{"NCCL_DEBUG", "INFO"}}, names);
-    if (!report_.check(run.ok(), "libnccl.so.2 ran ncclGetUniqueId" +
-                                     (run.ok() ? "" : ": " + run.error().message))) {
-      return;
-    }
-    if (!run->nccl_found) {
-      report_.line("libnccl.so.2 is not in the dynamic linker's path: NCCL's own reading of the "
-                   "file is not shown");
-      return;
-    }
-    // NCCL_VERSION_CODE: major * 10000 + minor * 100 + patch since 2.9.
-    const std::string version = std::to_string(run->version / 10000) + "." +
-                                std::to_string(run->version / 100 % 100) + "." +
-                                std::to_string(run->version % 100);
-    report_.line("the real libnccl.so.2 (NCCL " + version +
-                 ") in a child process: ncclGetUniqueId with NCCL_DEBUG=INFO and");
-    report_.line("NCCL_CONF_FILE=" + conf_path + ", no other NCCL_* variable");
-    std::vector<std::vector<std::string>> rows;
-    bool all_taken = !conf.empty();
-    for (const auto& [name, value] : conf) {
-      const auto taken = run->env.at(name);
-      all_taken = all_taken && taken == value;
-      rows.push_back(
-          {name + "=" + value, taken == value ? "yes" : "no: " + taken.value_or("unset")});
-    }
-    report_.block(formatTable({"nccl.conf LINE", "IN NCCL'S ENVIRONMENT"}, rows, kIndent));
-    for (const std::string& l : splitLines(run->log)) {
-      if (l.find("set by environment to") != std::string::npos) {
-        report_.line("NCCL's log: " + l.substr(l.find("NCCL INFO")));
-      }
-    }
-    report_.check(all_taken, "NCCL took every line of the nccl.conf into its environment");
-    const auto ifname = std::find_if(
-        conf.begin(), conf.end(), [](const auto& kv) { return kv.first == "NCCL_SOCKET_IFNAME"; });
-    report_.check(ifname != conf.end() &&
-                      run->log.find("NCCL INFO NCCL_SOCKET_IFNAME set by environment to " +
-                                    ifname->second + "\n") != std::string::npos,
-                  "NCCL's own log: NCCL_SOCKET_IFNAME set by environment to the file's value");
-  }
-
-  // 8. rdma-dra-driver on the same node, against the API-server simulator; the demo plays the
-  // kubelet's plugin watcher.
-  bool startDraDriver() {
-    report_.section("rdma-dra-driver publishes the node's ResourceSlice (DRA, Kubernetes 1.34+)");
-    dra_dir_ = tmp_.sub("dra");
-    api_ = std::make_unique<SimulatedApi>();
-    const std::string api_failure = api_->start();
-    if (!report_.check(api_failure.empty(),
-                       "API-server simulator serving " +
-                           (api_failure.empty() ? api_->simulator().url() : api_failure))) {
-      return false;
-    }
-    api_->simulator().put("nodes", {{"metadata", {{"name", kNode}}}});
-    dra_driver_ =
-        startChild("dra/rdma-dra-driver",
-                   {"--node-name", kNode, "--kubeconfig", api_->writeKubeconfig(), "--sysfs-root",
-                    node_ + "/sys", "--proc-root", node_ + "/proc", "--dev-root", node_ + "/dev",
-                    "--plugin-registry-dir", dra_dir_ + "/plugins_registry", "--plugin-dir",
-                    dra_dir_ + "/plugins/" + kDraDriverName, "--cdi-dir", dra_dir_ + "/cdi",
-                    "--state-dir", dra_dir_ + "/state"},
-                   2);
-    if (!dra_driver_) {
-      return false;
-    }
-    if (!report_.check(waitUntil(
-                           [&] {
-                             return dra_driver_->logs().find("serving the kubelet") !=
-                                    std::string::npos;
-                           },
-                           kDeadline),
-                       "rdma-dra-driver serving the kubelet")) {
-      report_.block(dra_driver_->logs());
-      return false;
-    }
-    // What the kubelet's plugin watcher does with the socket that appeared in plugins_registry.
-    auto registration = pluginregistration::Registration::NewStub(grpc::CreateChannel(
-        "unix:" + dra_dir_ + "/plugins_registry/" + kDraDriverName + "-reg.sock",
-        grpc::InsecureChannelCredentials()));
-    pluginregistration::PluginInfo info;
-    grpc::ClientContext info_context;
-    const bool answered =
-        registration->GetInfo(&info_context, pluginregistration::InfoRequest(), &info).ok();
-    report_.check(
-        answered && info.type() == "DRAPlugin" && info.name() == kDraDriverName &&
-            info.supported_versions_size() > 0 && info.supported_versions(0) == "v1.DRAPlugin",
-        "GetInfo: DRAPlugin " + info.name() + ", endpoint " + info.endpoint() + ", versions " +
-            joinStrings({info.supported_versions().begin(), info.supported_versions().end()},
-                        ", "));
-    pluginregistration::RegistrationStatus status;
-    status.set_plugin_registered(true);
-    pluginregistration::RegistrationStatusResponse status_reply;
-    grpc::ClientContext status_context;
-    report_.check(
-        registration->NotifyRegistrationStatus(&status_context, status, &status_reply).ok(),
-        "NotifyRegistrationStatus(registered) accepted");
-
-    std::vector<json> slices;
-    waitUntil(
-        [&] {
-          slices = api_->simulator().objects("resourceslices");
-          return !slices.empty();
-        },
-        kDeadline);
-    if (!report_.check(slices.size() == 1, std::to_string(slices.size()) +
-                                               " ResourceSlice in the API for node " + kNode)) {
-      report_.block(dra_driver_->logs());
-      return false;
-    }
-    const json& spec = slices[0]["spec"];
-    report_.line("ResourceSlice " + slices[0]["metadata"].value("name", "") + ": driver " +
-                 spec.value("driver", "") + ", nodeName " + spec.value("nodeName", "") + ", pool " +
-                 spec.value("/pool/name"_json_pointer, "") + " generation " +
-                 std::to_string(spec.value("/pool/generation"_json_pointer, 0)));
-    slice_ = sliceDevices(slices[0]);
-    std::vector<std::vector<std::string>> rows;
-    for (const SliceDevice& d : slice_) {
-      rows.push_back({d.name, d.rdma_device, d.netdev, d.link_layer, d.state, d.pcie_root});
-    }
-    report_.block(formatTable({"DEVICE", "rdmaDevice", "netdev", "linkLayer", "state", "pcieRoot"},
-                              rows, kIndent));
-    report_.line("(and rateGbps, ipv4, gidIndex, numaNode, firmware, hcaType, PCI ids, pciBusID)");
-    std::set<std::string> published;
-    bool roots = true;
-    for (const SliceDevice& d : slice_) {
-      published.insert(d.rdma_device);
-      roots = roots && d.pcie_root.rfind("pci0000:", 0) == 0;
-    }
-    report_.check(slice_.size() == 8 && published.count("mlx5_0") == 0,
-                  "8 devices, one per data port (mlx5_1..mlx5_8); the management NIC left out");
-    report_.check(roots, "each device has resource.kubernetes.io/pcieRoot, as GPU drivers publish");
-    return true;
-  }
-
-  // 9. A claim of examples/dra/gpu-with-nic.yaml, allocated as the scheduler would, prepared as
-  // the kubelet asks.
-  void gpuClaim() {
-    report_.section("A claim for a GPU and the NIC on its PCIe root (examples/dra/gpu-with-nic"
-                    ".yaml): NodePrepareResources and the claim's CDI spec");
-    auto documents =
-        parseYamlDocuments(readTestFile(source_dir_ + "/examples/dra/gpu-with-nic.yaml"));
-    const std::vector<json> objects = documents.ok() ? *documents : std::vector<json>{};
-    const auto kind = [&](const std::string& wanted) -> const json* {
-      for (const json& d : objects) {
-        if (d.value("kind", "") == wanted) {
-          return &d;
-        }
-      }
-      return nullptr;
-    };
-    const json* claim_template = kind("ResourceClaimTemplate");
-    const json* pod = kind("Pod");
-    if (!report_.check(claim_template != nullptr && pod != nullptr,
-                       "examples/dra/gpu-with-nic.yaml: a ResourceClaimTemplate and a Pod" +
-                           (documents.ok() ? "" : ": " + documents.error().message))) {
-      return;
-    }
-    // The GPUs as NVIDIA's DRA driver publishes them: gpu-N with the same pcieRoot attribute.
-    const NodeTopology node = discoverFromSysfs(DiscoveryRoots{node_ + "/sys", node_ + "/proc"});
-    if (!report_.check(node.gpus.size() > kDraGpu,
-                       std::to_string(node.gpus.size()) + " GPUs on the node (gpu.nvidia.com)")) {
-      return;
-    }
-    std::map<std::string, std::vector<std::string>> gpus_by_root;
-    for (size_t i = 0; i < node.gpus.size(); ++i) {
-      gpus_by_root[rootComplexOf(node.gpus[i].pcie_path)].push_back("gpu-" + std::to_string(i));
-    }
-    for (const auto& [root, gpus] : gpus_by_root) {
-      report_.line("pcieRoot " + root + ": " + joinStrings(gpus, ", "));
-    }
-    const std::string gpu = "gpu-" + std::to_string(kDraGpu);
-    const std::string root = rootComplexOf(node.gpus[kDraGpu].pcie_path);
-    const std::vector<SliceDevice> candidates = roceDevicesOnRoot(slice_, root);
-    std::vector<std::string> candidate_names;
-    for (const SliceDevice& d : candidates) {
-      candidate_names.push_back(d.rdma_device);
-    }
-    report_.line("the scheduler gives request gpu " + gpu + " (" + node.gpus[kDraGpu].pci_address +
-                 ", pcieRoot " + root + "); request nic (roce.rdma.kube-rdma.io) under");
-    report_.line("matchAttribute resource.kubernetes.io/pcieRoot may then take " +
-                 joinStrings(candidate_names, ", ") + "; it takes the first free one");
-    if (!report_.check(!candidates.empty(), "a RoCE port on the GPU's PCIe root")) {
-      return;
-    }
-    const SliceDevice& nic = candidates.front();
-    const json pod_claim = pod->value("/spec/resourceClaims/0"_json_pointer, json::object());
-    const json claim = api_->simulator().put(
-        "resourceclaims",
-        allocatedClaim(*claim_template,
-                       {pod->value("/metadata/name"_json_pointer, ""),
-                        "9c0d7e2a-demo-pod-uid",
-                        pod_claim.value("name", ""),
-                        kNode,
-                        {{"gpu", "gpu.nvidia.com", gpu}, {"nic", kDraDriverName, nic.name}}}));
-    claim_uid_ = claim["metadata"].value("uid", "");
-    claim_nic_ = nic.rdma_device;
-    const std::string ns = claim["metadata"].value("namespace", "");
-    const std::string name = claim["metadata"].value("name", "");
-    report_.line("ResourceClaim " + ns + "/" + name + " (uid " + claim_uid_ + "), allocated: gpu " +
-                 gpu + ", nic " + nic.name + " (" + nic.rdma_device + ", " + nic.netdev +
-                 ", pcieRoot " + nic.pcie_root + ")");
-    report_.check(nic.pcie_root == root && nic.link_layer == "Ethernet",
-                  "the NIC is a RoCE port on the GPU's pcieRoot " + root);
-
-    // The kubelet's call once the pod is bound to the node.
-    auto stub = dra::DRAPlugin::NewStub(
-        grpc::CreateChannel("unix:" + dra_dir_ + "/plugins/" + kDraDriverName + "/dra.sock",
-                            grpc::InsecureChannelCredentials()));
-    dra::NodePrepareResourcesRequest request;
-    auto* wanted = request.add_claims();
-    wanted->set_namespace_(ns);
-    wanted->set_name(name);
-    wanted->set_uid(claim_uid_);
-    dra::NodePrepareResourcesResponse response;
-    grpc::ClientContext context;
-    const bool called = stub->NodePrepareResources(&context, request, &response).ok();
-    const auto answer = response.claims().find(claim_uid_);
-    if (!report_.check(called && answer != response.claims().end() &&
-                           answer->second.error().empty(),
-                       "NodePrepareResources for " + name + " answered without error" +
-                           (answer != response.claims().end() && !answer->second.error().empty()
-                                ? ": " + answer->second.error()
-                                : ""))) {
-      report_.block(dra_driver_->logs());
-      return;
-    }
-    for (const auto& d : answer->second.devices()) {
-      report_.line("device: request " +
-                   joinStrings({d.request_names().begin(), d.request_names().end()}, ",") +
-                   ", pool " + d.pool_name() + ", device " + d.device_name() + ", CDI " +
-                   joinStrings({d.cdi_device_ids().begin(), d.cdi_device_ids().end()}, ","));
-    }
-    report_.check(answer->second.devices_size() == 1 &&
-                      answer->second.devices(0).device_name() == nic.name,
-                  "one device in the answer: the NIC (the GPU is NVIDIA's driver's to prepare)");
-
-    const std::string spec_path = claimCdiSpecPath(dra_dir_ + "/cdi", claim_uid_);
-    const json spec = json::parse(readTestFile(spec_path), nullptr, false);
-    if (!report_.check(spec.is_object(), "CDI spec " + spec_path)) {
-      return;
-    }
-    std::vector<std::vector<std::string>> rows;
-    std::vector<std::string> device_nodes;
-    const auto addEdits = [&](const json& edits, const std::string& scope) {
-      for (const json& n : edits.value("deviceNodes", json::array())) {
-        device_nodes.push_back(n.value("path", ""));
-        rows.push_back({scope, "deviceNode", n.value("path", "")});
-      }
-      for (const json& e : edits.value("env", json::array())) {
-        rows.push_back({scope, "env", e.get<std::string>()});
-      }
-      for (const json& m : edits.value("mounts", json::array())) {
-        if (m.value("containerPath", "") == "/etc/nccl.conf") {
-          claim_nccl_conf_ = m.value("hostPath", "");
-        }
-        rows.push_back({scope, "mount",
-                        m.value("containerPath", "") + " <- " + m.value("hostPath", "") + " (" +
-                            joinStrings(m.value("options", std::vector<std::string>{}), ",") +
-                            ")"});
-      }
-      for (const json& h : edits.value("hooks", json::array())) {
-        rows.push_back({scope, "hook", h.value("hookName", "") + ": " + h.value("path", "")});
-      }
-    };
-    for (const json& d : spec.value("devices", json::array())) {
-      // Device names are "<claim uid>-<DRA device name>".
-      const std::string device = d.value("name", "");
-      addEdits(d.value("containerEdits", json::object()),
-               "device <uid>-" + device.substr(std::min(device.size(), claim_uid_.size() + 1)));
-    }
-    addEdits(spec.value("containerEdits", json::object()), "claim");
-    report_.line("kind " + spec.value("kind", "") + ", cdiVersion " + spec.value("cdiVersion", ""));
-    report_.block(formatTable({"EDIT OF", "KIND", "VALUE"}, rows, kIndent));
-
-    const RdmaDevice* hca = node.findDevice(nic.rdma_device);
-    const std::string uverbs = hca != nullptr ? hca->uverbsDevicePath() : "";
-    std::string env_text;
-    for (const json& e : spec.value("/containerEdits/env"_json_pointer, json::array())) {
-      env_text += e.get<std::string>() + "\n";
-    }
-    report_.check(
-        std::count(device_nodes.begin(), device_nodes.end(), "/dev/infiniband/rdma_cm") == 1 &&
-            device_nodes.size() == 2 && !uverbs.empty() &&
-            std::count(device_nodes.begin(), device_nodes.end(), uverbs) == 1,
-        "device nodes: rdma_cm and " + nic.rdma_device + "'s " + uverbs + ", nothing else");
-    report_.check(env_text.find("KUBE_RDMA_DEVICES=" + nic.rdma_device + "\n") !=
-                          std::string::npos &&
-                      env_text.find("NCCL_") == std::string::npos,
-                  "env: KUBE_RDMA_DEVICES=" + nic.rdma_device +
-                      ", no NCCL_* (they would replace the pod's own values)");
-    report_.check(!claim_nccl_conf_.empty(), "nccl.conf mounted at /etc/nccl.conf");
-  }
-
-  // 10. What NCCL in the claim's container reads.
-  void claimNcclConf() {
-    report_.section("NCCL reads the claim's nccl.conf (only the claim's NIC)");
-    if (!report_.check(!claim_nccl_conf_.empty(), "the claim's nccl.conf: " + claim_nccl_conf_)) {
-      return;
-    }
-    const NcclEnv conf = parseNcclConf(readTestFile(claim_nccl_conf_));
-    const auto hca = std::find_if(conf.begin(), conf.end(),
-                                  [](const auto& kv) { return kv.first == "NCCL_IB_HCA"; });
-    report_.check(hca != conf.end() && hca->second == "=" + claim_nic_ + ":1",
-                  "NCCL_IB_HCA names exactly the claim's port: =" + claim_nic_ + ":1");
-    ncclReads(claim_nccl_conf_);
-  }
-
-  void stopDraDriver() {
-    stopChild(dra_driver_, 2, "rdma-dra-driver");
-    api_.reset();
-  }
-
   void stopPrograms() {
-    stopChild(plugin_, 1, "rdma-device-plugin");
+    stopProgram(plugin_, g_children[1], "rdma-device-plugin");
     kubelet_.reset();
-    stopChild(webhook_, 0, "rdma-webhook");
-  }
-
-  // Starts `program` (relative to the build tree) with its log in the temp dir; null, with a
-  // failed check, when it did not start. `slot` in g_children.
-  PluginProcessPtr startChild(const std::string& program, const std::vector<std::string>& args,
-                              int slot) {
-    const std::string name = fs::path(program).filename();
-    auto process = PluginProcess::start(binary(program), args, tmp_.path() + "/" + name + ".log");
-    if (!report_.check(process.ok(),
-                       name + " started" + (process.ok() ? "" : ": " + process.error().message))) {
-      return nullptr;
-    }
-    g_children[slot] = (*process)->pid();
-    return std::move(*process);
-  }
-
-  // SIGTERM to a child started by the demo, which must then exit 0; `slot` in g_children.
-  static void stopChild(PluginProcessPtr& child, int slot, const std::string& name) {
-    if (!child) {
-      return;
-    }
-    auto code = child->terminate(kDeadline);
-    g_children[slot] = 0;
-    if (code.ok() && *code != 0) {
-      std::cout << kIndent << name << " exited with " << *code << "\n";
-    }
-    child.reset();
+    stopProgram(webhook_, g_children[0], "rdma-webhook");
   }
 
   // An API server's client: it dials the Service name (mapped to loopback here) and verifies
@@ -1079,13 +669,6 @@ private:
   PluginProcessPtr plugin_;
   std::unique_ptr<KubeletSimulator> kubelet_;
   std::vector<Admitted> pods_;
-  std::unique_ptr<SimulatedApi> api_;
-  PluginProcessPtr dra_driver_;
-  std::string dra_dir_;
-  std::vector<SliceDevice> slice_;
-  std::string claim_uid_;
-  std::string claim_nic_;       // the rdmaDevice allocated
-  std::string claim_nccl_conf_; // on the host, from the claim's CDI spec
 };
 
 void onInterrupt(int sig) {
