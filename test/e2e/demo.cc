@@ -47,7 +47,7 @@ constexpr const char* kServiceName = "rdma-webhook.kube-rdma.svc"; // what the A
 constexpr const char* kNode = "a100-roce";
 const std::string kDataNics = "=mlx5_1:1,mlx5_2:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_7:1,"
                               "mlx5_8:1";
-constexpr int kSteps = 10; // sections below; the verdict needs every one to pass
+constexpr int kSteps = 10; // sections here (1-7) and in demo_dra.cc (8-10); all must pass
 
 // The pods sent, as the training operator creates them from the examples (test/e2e/pods/).
 struct DemoPod {
