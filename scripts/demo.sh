@@ -3,7 +3,10 @@
 # and a serving certificate, starts rdma-webhook and rdma-device-plugin (over the bundled 8-GPU
 # A100 RoCE node) with the kubelet simulator, sends the example PyTorchJob's pods through
 # admission, has the kubelet call Allocate, and shows each container's final NCCL environment
-# with where every value came from. The last line is the verdict; the exit code is 0 on PASS.
+# with where every value came from. Then rdma-dra-driver on the same node: its ResourceSlice, a
+# claim for a GPU and the NIC on its PCIe root (examples/dra/gpu-with-nic.yaml), the claim's CDI
+# spec. On both paths the real libnccl reads the container's nccl.conf. The last line is the
+# verdict; the exit code is 0 on PASS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh

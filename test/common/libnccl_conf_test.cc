@@ -1,44 +1,20 @@
 // Hands nccl.conf files to the real libnccl.so.2 (NCCL 2.28 on the project's machines) and reads
-// back what NCCL did with them: its own INFO log and the environment it set. ncclGetUniqueId
-// needs no GPU. Each case runs in a forked child so NCCL's once-per-process env loading starts
-// fresh and the test process never loads NCCL.
-#include <dlfcn.h>
-#include <sys/wait.h>
-#include <unistd.h> // environ (declared under _GNU_SOURCE, which g++ and clang++ define)
-
+// back what NCCL did with them (test/libnccl_run.h): its own INFO log and the environment it set.
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include "common/nccl_settings.h"
 #include "common/pools.h"
 #include "common/sysfs_discovery.h"
+#include "test/libnccl_run.h"
 
 namespace kube_rdma {
 namespace {
 
 namespace fs = std::filesystem;
-
-constexpr int kNoNccl = 77;
-
-struct NcclRun {
-  bool nccl_found = false;
-  int unique_id_result = -1;
-  int version = 0;
-  std::string log;                                       // NCCL_DEBUG_FILE contents
-  std::map<std::string, std::optional<std::string>> env; // the asked names after NCCL ran
-};
-
-std::string readFile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 class LibNcclConf : public testing::Test {
 protected:
@@ -55,79 +31,15 @@ protected:
     return path;
   }
 
-  // Runs ncclGetUniqueId in a child with only NCCL_CONF_FILE (and `env`) set among NCCL_*
-  // variables, then reports `names` as NCCL left them in the environment.
   NcclRun run(const fs::path& conf, const NcclEnv& env, const std::vector<std::string>& names) {
-    const fs::path log = dir_ / "nccl.log";
-    const fs::path result = dir_ / "result.json";
-    fs::remove(log);
-    fs::remove(result);
-    const pid_t pid = fork();
-    if (pid == 0) {
-      alarm(60); // a hung NCCL must not hang the suite
-      std::vector<std::string> inherited;
-      for (char** e = environ; *e != nullptr; ++e) {
-        const std::string entry = *e;
-        if (entry.rfind("NCCL_", 0) == 0) {
-          inherited.push_back(entry.substr(0, entry.find('=')));
-        }
-      }
-      for (const auto& name : inherited) {
-        unsetenv(name.c_str());
-      }
-      setenv("NCCL_CONF_FILE", conf.c_str(), 1);
-      setenv("NCCL_DEBUG_FILE", log.c_str(), 1);
-      for (const auto& [name, value] : env) {
-        setenv(name.c_str(), value.c_str(), 1);
-      }
-      void* nccl = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
-      if (nccl == nullptr) {
-        _exit(kNoNccl);
-      }
-      using GetVersion = int (*)(int*);
-      using GetUniqueId = int (*)(void*);
-      auto get_version = reinterpret_cast<GetVersion>(dlsym(nccl, "ncclGetVersion"));
-      auto get_unique_id = reinterpret_cast<GetUniqueId>(dlsym(nccl, "ncclGetUniqueId"));
-      if (get_version == nullptr || get_unique_id == nullptr) {
-        _exit(kNoNccl);
-      }
-      nlohmann::json out;
-      int version = 0;
-      get_version(&version);
-      char unique_id[128] = {}; // sizeof(ncclUniqueId)
-      out["result"] = get_unique_id(unique_id);
-      out["version"] = version;
-      for (const auto& name : names) {
-        const char* value = getenv(name.c_str());
-        out["env"][name] = value == nullptr ? nlohmann::json() : nlohmann::json(value);
-      }
-      std::ofstream(result) << out.dump();
-      _exit(0);
+    Result<NcclRun> r = runNcclGetUniqueId(dir_, conf, env, names);
+    if (r.ok()) {
+      return *r;
     }
-    NcclRun run;
-    int status = 0;
-    EXPECT_EQ(waitpid(pid, &status, 0), pid);
-    if (WIFEXITED(status) && WEXITSTATUS(status) == kNoNccl) {
-      return run;
-    }
-    run.nccl_found = true;
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
-    const std::string text = readFile(result);
-    EXPECT_FALSE(text.empty()) << "the child wrote no result";
-    if (text.empty()) {
-      return run;
-    }
-    const auto out = nlohmann::json::parse(text);
-    run.unique_id_result = out["result"].get<int>();
-    run.version = out["version"].get<int>();
-    run.log = readFile(log);
-    if (out.contains("env")) {
-      for (const auto& [name, value] : out["env"].items()) {
-        run.env[name] =
-            value.is_null() ? std::nullopt : std::optional<std::string>(value.get<std::string>());
-      }
-    }
-    return run;
+    ADD_FAILURE() << r.error().message;
+    NcclRun failed; // not skipped: the failure must show
+    failed.nccl_found = true;
+    return failed;
   }
 
   fs::path dir_;

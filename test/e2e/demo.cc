@@ -2,8 +2,12 @@
 // and a serving certificate, starts rdma-webhook (TLS on loopback) and rdma-device-plugin over a
 // copy of the bundled A100 RoCE fixture with the kubelet simulator, sends the guide's PyTorchJob
 // pods as AdmissionReviews, has the kubelet call Allocate, and shows each container's final NCCL
-// environment with the layer every value came from. Every step checks its own result; the exit
-// code is non-zero when one failed.
+// environment with the layer every value came from, and the real libnccl reading the nccl.conf.
+// Then the DRA path on the same node: rdma-dra-driver against the API-server simulator publishes
+// the ResourceSlice, a claim of examples/dra/gpu-with-nic.yaml is allocated as the scheduler
+// would (a NIC on the chosen GPU's pcieRoot), the demo calls NodePrepareResources as the kubelet
+// does, shows the claim's CDI spec, and libnccl reads the claim's nccl.conf. Every step checks
+// its own result; the exit code is non-zero when one failed.
 #include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
@@ -24,6 +28,8 @@
 #include <openssl/evp.h>
 
 #include "common/nccl_settings.h"
+#include "test/e2e/demo_console.h"
+#include "test/e2e/demo_dra.h"
 #include "test/e2e/demo_report.h"
 #include "test/plugin/kubelet_simulator.h"
 #include "test/plugin/plugin_process.h"
@@ -35,16 +41,13 @@ namespace {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
-using std::chrono::milliseconds;
 
-constexpr milliseconds kDeadline{15000}; // for events on a loaded machine, not a speed target
 constexpr const char* kResource = "rdma/shared";
 constexpr const char* kServiceName = "rdma-webhook.kube-rdma.svc"; // what the API server dials
 constexpr const char* kNode = "a100-roce";
 const std::string kDataNics = "=mlx5_1:1,mlx5_2:1,mlx5_3:1,mlx5_4:1,mlx5_5:1,mlx5_6:1,mlx5_7:1,"
                               "mlx5_8:1";
-constexpr const char* kIndent = "    ";
-constexpr int kSteps = 7; // sections below; the verdict needs every one to pass
+constexpr int kSteps = 10; // sections here (1-7) and in demo_dra.cc (8-10); all must pass
 
 // The pods sent, as the training operator creates them from the examples (test/e2e/pods/).
 struct DemoPod {
@@ -60,7 +63,7 @@ const std::vector<DemoPod> kPods = {
 
 // Children and the temp dir, for interrupts: the signal handler kills the children (kill() is
 // async-signal-safe) and wakes a thread through a pipe, which removes the directory and exits.
-std::atomic<pid_t> g_children[2] = {0, 0};
+std::atomic<pid_t> g_children[3] = {0, 0, 0};
 std::string g_temp_dir;
 int g_interrupt_pipe[2] = {-1, -1};
 
@@ -106,57 +109,6 @@ Result<std::string> base64Decode(const std::string& text) {
   out.resize(size);
   return out;
 }
-
-// Sections, checks and the verdict.
-class Report {
-public:
-  explicit Report(bool colour) : colour_(colour) {}
-
-  void section(const std::string& title) {
-    close();
-    ++steps_;
-    open_ = true;
-    step_ok_ = true;
-    std::cout << "\n"
-              << paint("1",
-                       "[" + std::to_string(steps_) + "/" + std::to_string(kSteps) + "] " + title)
-              << std::endl;
-  }
-  void line(const std::string& text) { std::cout << (text.empty() ? "" : kIndent) << text << "\n"; }
-  void block(const std::string& text) { std::cout << text; }
-  // Prints the outcome of one check; a failed check fails the step.
-  bool check(bool ok, const std::string& what) {
-    std::cout << kIndent << (ok ? paint("32", "ok  ") : paint("31", "FAIL")) << "  " << what
-              << "\n";
-    step_ok_ = step_ok_ && ok;
-    return ok;
-  }
-  bool fail(const std::string& what) { return check(false, what); }
-  int finish() {
-    close();
-    const bool pass = passed_ == kSteps;
-    std::cout << "\nkube-rdma demo: " << (pass ? paint("32", "PASS") : paint("31", "FAIL")) << " ("
-              << passed_ << "/" << kSteps << " steps)\n";
-    return pass ? 0 : 1;
-  }
-
-private:
-  void close() {
-    if (open_ && step_ok_) {
-      ++passed_;
-    }
-    open_ = false;
-  }
-  std::string paint(const char* code, const std::string& text) const {
-    return colour_ ? "\033[" + std::string(code) + "m" + text + "\033[0m" : text;
-  }
-
-  const bool colour_;
-  int steps_ = 0;
-  int passed_ = 0;
-  bool open_ = false;
-  bool step_ok_ = true;
-};
 
 // "overrides node, nccl.conf: =mlx5_1:1,...,mlx5_8:1": the losing layers, grouped by value, long
 // values shortened to keep the table one screen wide.
@@ -204,7 +156,8 @@ const json* rdmaContainer(const json& pod) {
 class Demo {
 public:
   Demo(std::string binary_dir, std::string source_dir, bool colour)
-      : binary_dir_(std::move(binary_dir)), source_dir_(std::move(source_dir)), report_(colour) {}
+      : binary_dir_(std::move(binary_dir)), source_dir_(std::move(source_dir)),
+        report_(colour, kSteps) {}
 
   int run() {
     std::cout << "kube-rdma demo: the guide's PyTorchJob on the bundled 8-GPU A100 RoCE node\n"
@@ -219,6 +172,12 @@ public:
       environment();
     }
     stopPrograms();
+    DraDemo dra(report_, {binary_dir_, source_dir_, node_, tmp_.path(), kNode}, g_children[2]);
+    if (started && dra.startDriver()) {
+      dra.gpuClaim();
+      dra.claimNcclConf();
+    }
+    dra.stop();
     return report_.finish();
   }
 
@@ -256,18 +215,15 @@ private:
       return false;
     }
 
-    auto webhook = PluginProcess::start(
-        binary("webhook/rdma-webhook"),
-        {"--tls-cert-file", certs_ + "/tls.crt", "--tls-private-key-file", certs_ + "/tls.key",
-         "--listen-address", "127.0.0.1:0", "--policy",
-         source_dir_ + "/manifests/base/webhook/policy.json", "--shutdown-delay", "0"},
-        tmp_.path() + "/webhook.log");
-    if (!report_.check(webhook.ok(), "rdma-webhook started" +
-                                         (webhook.ok() ? "" : ": " + webhook.error().message))) {
+    webhook_ =
+        startProgram(report_, binary("webhook/rdma-webhook"),
+                     {"--tls-cert-file", certs_ + "/tls.crt", "--tls-private-key-file",
+                      certs_ + "/tls.key", "--listen-address", "127.0.0.1:0", "--policy",
+                      source_dir_ + "/manifests/base/webhook/policy.json", "--shutdown-delay", "0"},
+                     tmp_.path() + "/rdma-webhook.log", g_children[0]);
+    if (!webhook_) {
       return false;
     }
-    webhook_ = std::move(*webhook);
-    g_children[0] = webhook_->pid();
     const std::regex serving("serving address=[^ ]*:([0-9]+)");
     waitUntil(
         [&] {
@@ -293,18 +249,15 @@ private:
       return false;
     }
     state_dir_ = tmp_.path() + "/state";
-    auto plugin = PluginProcess::start(
-        binary("plugin/rdma-device-plugin"),
-        {"--sysfs-root", node_ + "/sys", "--proc-root", node_ + "/proc", "--dev-root",
-         node_ + "/dev", "--device-plugin-dir", kubelet_->dir(), "--plugin-registry-dir",
-         tmp_.path() + "/no-plugins-registry", "--state-dir", state_dir_, "--node-name", kNode},
-        tmp_.path() + "/plugin.log");
-    if (!report_.check(plugin.ok(), "rdma-device-plugin started" +
-                                        (plugin.ok() ? "" : ": " + plugin.error().message))) {
+    plugin_ = startProgram(report_, binary("plugin/rdma-device-plugin"),
+                           {"--sysfs-root", node_ + "/sys", "--proc-root", node_ + "/proc",
+                            "--dev-root", node_ + "/dev", "--device-plugin-dir", kubelet_->dir(),
+                            "--plugin-registry-dir", tmp_.path() + "/no-plugins-registry",
+                            "--state-dir", state_dir_, "--node-name", kNode},
+                           tmp_.path() + "/rdma-device-plugin.log", g_children[1]);
+    if (!plugin_) {
       return false;
     }
-    plugin_ = std::move(*plugin);
-    g_children[1] = plugin_->pid();
     const bool registered = kubelet_->waitFor(
         [](const KubeletView& v) {
           auto it = v.resources.find(kResource);
@@ -469,7 +422,8 @@ private:
 
   void checkPatchedPod(const json& pod) {
     const json* c = rdmaContainer(pod);
-    if (!report_.check(c != nullptr, "the container asks for rdma/shared: 1")) {
+    report_.check(c != nullptr, "the container asks for rdma/shared: 1");
+    if (c == nullptr) {
       return;
     }
     const json caps = c->value("/securityContext/capabilities/add"_json_pointer, json::array());
@@ -555,6 +509,7 @@ private:
       std::sort(p.node_env.begin(), p.node_env.end());
       for (const auto& m : answer->mounts()) {
         if (m.container_path() == "/etc/nccl.conf") {
+          p.nccl_conf_path = m.host_path();
           p.nccl_conf = parseNcclConf(readTestFile(m.host_path()));
         }
       }
@@ -610,6 +565,7 @@ private:
     std::erase_if(conf_nccl, [](const auto& kv) { return kv.first.rfind("NCCL_", 0) != 0; });
     report_.check(!conf_nccl.empty() && conf_nccl == node_nccl,
                   "nccl.conf holds the same NCCL_* values as the Allocate envs");
+    showNcclReading(report_, tmp_.path() + "/nccl-plugin", first.nccl_conf_path);
     bool all = true;
     for (const Admitted& p : pods_) {
       all = all && p.node_env == first.node_env;
@@ -674,23 +630,9 @@ private:
   }
 
   void stopPrograms() {
-    if (plugin_) {
-      auto code = plugin_->terminate(kDeadline);
-      g_children[1] = 0;
-      if (code.ok() && *code != 0) {
-        std::cout << kIndent << "rdma-device-plugin exited with " << *code << "\n";
-      }
-      plugin_.reset();
-    }
+    stopProgram(plugin_, g_children[1], "rdma-device-plugin");
     kubelet_.reset();
-    if (webhook_) {
-      auto code = webhook_->terminate(kDeadline);
-      g_children[0] = 0;
-      if (code.ok() && *code != 0) {
-        std::cout << kIndent << "rdma-webhook exited with " << *code << "\n";
-      }
-      webhook_.reset();
-    }
+    stopProgram(webhook_, g_children[0], "rdma-webhook");
   }
 
   // An API server's client: it dials the Service name (mapped to loopback here) and verifies
@@ -710,7 +652,8 @@ private:
     json original;
     json patched;
     v1beta1::ContainerAllocateResponse allocation;
-    NcclEnv node_env; // Allocate envs, sorted by name
+    NcclEnv node_env;           // Allocate envs, sorted by name
+    std::string nccl_conf_path; // on the host
     NcclEnv nccl_conf;
   };
 

@@ -1,6 +1,7 @@
 #include "test/e2e/demo_report.h"
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <sstream>
 
@@ -179,6 +180,61 @@ std::string formatTable(const std::vector<std::string>& header,
     emit(row);
   }
   return out;
+}
+
+std::vector<SliceDevice> sliceDevices(const nlohmann::json& slice) {
+  std::vector<SliceDevice> devices;
+  for (const nlohmann::json& d :
+       slice.value("/spec/devices"_json_pointer, nlohmann::json::array())) {
+    const nlohmann::json attributes = d.value("attributes", nlohmann::json::object());
+    const auto text = [&](const std::string& id) {
+      const auto it = attributes.find(id);
+      return it != attributes.end() ? it->value("string", "") : std::string();
+    };
+    devices.push_back({d.value("name", ""), text("rdmaDevice"), text("netdev"), text("linkLayer"),
+                       text("state"), text("resource.kubernetes.io/pcieRoot")});
+  }
+  return devices;
+}
+
+std::vector<SliceDevice> roceDevicesOnRoot(const std::vector<SliceDevice>& devices,
+                                           const std::string& pcie_root) {
+  std::vector<SliceDevice> candidates;
+  std::copy_if(
+      devices.begin(), devices.end(), std::back_inserter(candidates), [&](const SliceDevice& d) {
+        return d.link_layer == "Ethernet" && d.state == "ACTIVE" && d.pcie_root == pcie_root;
+      });
+  return candidates;
+}
+
+nlohmann::json allocatedClaim(const nlohmann::json& claim_template, const ClaimAllocation& a) {
+  const nlohmann::json& metadata = claim_template["metadata"];
+  nlohmann::json results = nlohmann::json::array();
+  for (const AllocatedDevice& r : a.results) {
+    results.push_back(
+        {{"request", r.request}, {"driver", r.driver}, {"pool", a.node}, {"device", r.device}});
+  }
+  const nlohmann::json node_selector = {
+      {"nodeSelectorTerms",
+       {{{"matchFields",
+          {{{"key", "metadata.name"}, {"operator", "In"}, {"values", {a.node}}}}}}}}};
+  return {{"apiVersion", "resource.k8s.io/v1"},
+          {"kind", "ResourceClaim"},
+          {"metadata",
+           {{"name", a.pod_name + "-" + a.pod_claim_name + "-d3m0x"},
+            {"namespace", metadata.value("namespace", "default")},
+            {"annotations", {{"resource.kubernetes.io/pod-claim-name", a.pod_claim_name}}},
+            {"ownerReferences",
+             {{{"apiVersion", "v1"},
+               {"kind", "Pod"},
+               {"name", a.pod_name},
+               {"uid", a.pod_uid},
+               {"controller", true},
+               {"blockOwnerDeletion", true}}}}}},
+          {"spec", claim_template.value("/spec/spec"_json_pointer, nlohmann::json::object())},
+          {"status",
+           {{"allocation", {{"devices", {{"results", results}}}, {"nodeSelector", node_selector}}},
+            {"reservedFor", {{{"resource", "pods"}, {"name", a.pod_name}, {"uid", a.pod_uid}}}}}}};
 }
 
 } // namespace kube_rdma

@@ -4,10 +4,13 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "common/nccl_settings.h"
 
 // The pure parts of the end-to-end demo: what a container's environment ends up as and who set
-// each value, a line diff for the patched pod, and aligned text tables. No I/O here.
+// each value, a line diff for the patched pod, aligned text tables, and the scheduler's part of
+// the DRA claim (a NIC on its GPU's PCIe root). No I/O here.
 namespace kube_rdma {
 
 // One variable of a container's final environment and the layer it came from
@@ -41,5 +44,45 @@ std::vector<std::string> splitLines(const std::string& text);
 std::string formatTable(const std::vector<std::string>& header,
                         const std::vector<std::vector<std::string>>& rows,
                         const std::string& indent);
+
+// One device of a published ResourceSlice, the attributes the demo shows.
+struct SliceDevice {
+  std::string name;
+  std::string rdma_device;
+  std::string netdev;
+  std::string link_layer;
+  std::string state;
+  std::string pcie_root;
+};
+
+// The devices of a ResourceSlice (resource.k8s.io/v1), in its order; absent attributes empty.
+std::vector<SliceDevice> sliceDevices(const nlohmann::json& slice);
+
+// The devices the scheduler may give a request of DeviceClass roce.rdma.kube-rdma.io (ACTIVE
+// Ethernet ports) under `matchAttribute: resource.kubernetes.io/pcieRoot` with a GPU on
+// `pcie_root`, in slice order: it takes the first one free.
+std::vector<SliceDevice> roceDevicesOnRoot(const std::vector<SliceDevice>& devices,
+                                           const std::string& pcie_root);
+
+// One allocation result: which device of which driver the scheduler gave a request.
+struct AllocatedDevice {
+  std::string request;
+  std::string driver;
+  std::string device;
+};
+
+struct ClaimAllocation {
+  std::string pod_name;
+  std::string pod_uid;
+  std::string pod_claim_name; // the pod's spec.resourceClaims[].name
+  std::string node;           // also the pool of every result
+  std::vector<AllocatedDevice> results;
+};
+
+// The ResourceClaim the resourceclaim controller makes from a ResourceClaimTemplate for a pod
+// (named "<pod>-<pod claim name>-" plus a suffix, owned by the pod, its spec the template's
+// spec.spec) with the status the scheduler writes when it allocates: the results, a node
+// selector for the node, and the pod in reservedFor.
+nlohmann::json allocatedClaim(const nlohmann::json& claim_template, const ClaimAllocation& a);
 
 } // namespace kube_rdma

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include "test/plugin/test_files.h"
+#include "test/yaml_documents.h"
+
 namespace kube_rdma {
 namespace {
 
@@ -100,6 +103,67 @@ TEST(FormatTable, ColumnsAlignOnTheWidestCellWithoutTrailingBlanks) {
 
 TEST(SplitLines, KeepsEmptyLinesButNotTheLastNewline) {
   EXPECT_EQ(splitLines("a\n\nb\n"), (std::vector<std::string>{"a", "", "b"}));
+}
+
+// The golden slice the driver publishes for the A100 fixture (test/dra keeps it equal).
+std::vector<SliceDevice> a100Slice() {
+  return sliceDevices(nlohmann::json::parse(
+      readTestFile(std::string(KUBE_RDMA_SOURCE_DIR) + "/test/dra/testdata/a100-roce.slice.json")));
+}
+
+TEST(SliceDevices, ReadsTheShownAttributesOfEveryDevice) {
+  const std::vector<SliceDevice> devices = a100Slice();
+  ASSERT_EQ(devices.size(), 8u);
+  EXPECT_EQ(devices[0].name, "pci-0000-13-00-0-p1");
+  EXPECT_EQ(devices[0].rdma_device, "mlx5_1");
+  EXPECT_EQ(devices[0].netdev, "eth1");
+  EXPECT_EQ(devices[0].link_layer, "Ethernet");
+  EXPECT_EQ(devices[0].state, "ACTIVE");
+  EXPECT_EQ(devices[0].pcie_root, "pci0000:00");
+  EXPECT_EQ(devices[7].pcie_root, "pci0000:80");
+}
+
+TEST(RoceDevicesOnRoot, OnlyActiveEthernetPortsOfThatRootInSliceOrder) {
+  std::vector<SliceDevice> devices = a100Slice();
+  devices[4].state = "DOWN";
+  devices[5].link_layer = "InfiniBand";
+  std::vector<std::string> names;
+  for (const SliceDevice& d : roceDevicesOnRoot(devices, "pci0000:80")) {
+    names.push_back(d.rdma_device);
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"mlx5_7", "mlx5_8"}));
+  EXPECT_TRUE(roceDevicesOnRoot(devices, "pci0000:40").empty());
+}
+
+TEST(AllocatedClaim, TheTemplatesSpecWithTheSchedulersResults) {
+  auto documents = parseYamlDocuments(
+      readTestFile(std::string(KUBE_RDMA_SOURCE_DIR) + "/examples/dra/gpu-with-nic.yaml"));
+  ASSERT_TRUE(documents.ok()) << documents.error().message;
+  const nlohmann::json& claim_template = documents->at(0);
+  ASSERT_EQ(claim_template["kind"], "ResourceClaimTemplate");
+  const nlohmann::json claim = allocatedClaim(
+      claim_template,
+      {"nccl-one-gpu",
+       "pod-uid",
+       "gpu-nic",
+       "a100-roce",
+       {{"gpu", "gpu.nvidia.com", "gpu-4"}, {"nic", "rdma.kube-rdma.io", "pci-0000-93-00-0-p1"}}});
+  EXPECT_EQ(claim["metadata"]["namespace"], "training");
+  EXPECT_EQ(claim["metadata"]["name"].get<std::string>().rfind("nccl-one-gpu-gpu-nic-", 0), 0u);
+  EXPECT_EQ(claim["metadata"]["ownerReferences"][0]["uid"], "pod-uid");
+  EXPECT_EQ(claim["spec"], claim_template["spec"]["spec"]);
+  EXPECT_EQ(claim["spec"]["devices"]["constraints"][0]["matchAttribute"],
+            "resource.kubernetes.io/pcieRoot");
+  const nlohmann::json& results = claim["status"]["allocation"]["devices"]["results"];
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_EQ(results[1], (nlohmann::json{{"request", "nic"},
+                                        {"driver", "rdma.kube-rdma.io"},
+                                        {"pool", "a100-roce"},
+                                        {"device", "pci-0000-93-00-0-p1"}}));
+  EXPECT_EQ(claim["status"]["allocation"]["nodeSelector"]["nodeSelectorTerms"][0]["matchFields"][0]
+                 ["values"][0],
+            "a100-roce");
+  EXPECT_EQ(claim["status"]["reservedFor"][0]["name"], "nccl-one-gpu");
 }
 
 } // namespace
