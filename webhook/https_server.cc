@@ -94,6 +94,9 @@ HttpsServer::HttpsServer(ServerOptions options, const std::function<bool(SSL_CTX
     // A connection waiting for its next request gives OpenSSL's read and write buffers (about
     // 34 KiB) back: held connections would otherwise keep them for nothing (docs/webhook.md).
     SSL_CTX_set_mode(tls_.get(), SSL_MODE_RELEASE_BUFFERS);
+    // A record's header and body in one recv() rather than two, and a request of several
+    // records in as few as arrived.
+    SSL_CTX_set_read_ahead(tls_.get(), 1);
     tls_ok_ = configure_tls(*tls_);
   }
 }
