@@ -52,8 +52,11 @@ public:
   auto async_write_some(const ConstBuffers& buffers, Handler&& handler) {
     // An HTTP answer comes as several buffers (start line, headers, body): gathered, they leave
     // as one record and one send instead of one each.
-    const boost::asio::const_buffer first(*boost::asio::buffer_sequence_begin(buffers));
     const size_t total = boost::asio::buffer_size(buffers);
+    if (total == 0) {
+      return run(Step::kWrite, nullptr, 0, std::forward<Handler>(handler));
+    }
+    const boost::asio::const_buffer first(*boost::asio::buffer_sequence_begin(buffers));
     if (first.size() == total) {
       return run(Step::kWrite, const_cast<void*>(first.data()), first.size(),
                  std::forward<Handler>(handler));
