@@ -18,8 +18,11 @@ bool gpuDirectReady(const NodeTopology& topology, const SnapshotRoots& roots) {
   if (topology.gpus.empty()) {
     return false;
   }
-  const NodeSnapshot snapshot = readNodeSnapshot(roots, topology, {loadedLibibverbs(), {}, {}});
-  return checkGpuDirect(topology, snapshot).verdict == Verdict::kOk;
+  return gpuDirectReady(topology, readNodeSnapshot(roots, topology, {loadedLibibverbs(), {}, {}}));
+}
+
+bool gpuDirectReady(const NodeTopology& topology, const NodeSnapshot& snapshot) {
+  return !topology.gpus.empty() && checkGpuDirect(topology, snapshot).verdict == Verdict::kOk;
 }
 
 NfdFeatureWriter::NfdFeatureWriter(std::string path, std::chrono::seconds ttl, ClockPtr clock)

@@ -17,6 +17,8 @@ namespace kube_rdma {
 // files under `roots` as they are now. It reads those files and more (a NodeSnapshot): call it when
 // the topology or the configuration changes, not at every health sample.
 bool gpuDirectReady(const NodeTopology& topology, const SnapshotRoots& roots);
+// The same from a snapshot already read.
+bool gpuDirectReady(const NodeTopology& topology, const NodeSnapshot& snapshot);
 
 // Keeps NFD's feature file (--nfd-features-file) current: written when the labels change and
 // again half-way through its lifetime, so NFD never sees it expire while the daemon runs, and

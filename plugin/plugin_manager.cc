@@ -211,12 +211,12 @@ Status PluginManager::applyConfig(const PluginConfig& config,
   // The node checks read many files: judged once per topology or config, not per scrape or
   // sample, like `rdmactl doctor` (without running ofed_info); only /metrics shows them.
   const SnapshotRoots roots{flags_.sysfs_root, flags_.proc_root, flags_.dev_root};
-  if (!flags_.metrics_address.empty()) {
-    node_checks_ = nodeCheckFamily(runNodeChecks(
-        *topology, config, readNodeSnapshot(roots, *topology, {loadedLibibverbs(), {}, {}})));
-  }
-  if (nfd_) {
-    gpudirect_ready_ = gpuDirectReady(*topology, roots);
+  if (!flags_.metrics_address.empty() || nfd_) {
+    const NodeSnapshot snapshot = readNodeSnapshot(roots, *topology, {loadedLibibverbs(), {}, {}});
+    if (!flags_.metrics_address.empty()) {
+      node_checks_ = nodeCheckFamily(runNodeChecks(*topology, config, snapshot));
+    }
+    gpudirect_ready_ = nfd_ && gpuDirectReady(*topology, snapshot);
   }
   topology_ = std::move(topology);
   last_health_ = health;
