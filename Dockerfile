@@ -20,12 +20,13 @@ RUN cmake -S . -B /build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TEST
 
 FROM ${DEBIAN}-slim AS runtime
 # gRPC (with Protobuf and Abseil as its dependencies) for the plugin, cpp-httplib and OpenSSL for
-# the webhook, yaml-cpp for the Kubernetes API client's kubeconfig reading, libibverbs for all
-# three. libibverbs loads its hardware drivers (libmlx5, ...) with dlopen(), which ldd cannot see:
-# hence ibverbs-providers, without which rdma-core finds no device on a real node.
+# the webhook, simdjson for the webhook's AdmissionReview decoding, yaml-cpp for the Kubernetes API
+# client's kubeconfig reading, libibverbs for all three. libibverbs loads its hardware drivers
+# (libmlx5, ...) with dlopen(), which ldd cannot see: hence ibverbs-providers, without which
+# rdma-core finds no device on a real node.
 RUN apt-get update -qq \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-      libgrpc++1.51 libprotobuf32 libcpp-httplib0.11 libssl3 libyaml-cpp0.7 libibverbs1 \
+      libgrpc++1.51 libprotobuf32 libcpp-httplib0.11 libssl3 libsimdjson14 libyaml-cpp0.7 libibverbs1 \
       ibverbs-providers \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /out/usr/ /usr/

@@ -11,7 +11,8 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config python3 git
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
-  libcpp-httplib-dev libboost-dev libssl-dev openssl nlohmann-json3-dev libcli11-dev libibverbs-dev
+  libcpp-httplib-dev libboost-dev libssl-dev openssl nlohmann-json3-dev libsimdjson-dev libcli11-dev
+  libibverbs-dev
   libyaml-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev

@@ -30,7 +30,9 @@ struct AdmissionRequest {
   std::string sub_resource; // "" for the object itself
   std::string ns;           // request.namespace
   std::string name;         // request.name; "" for a pod named from generateName
-  nlohmann::json object;    // request.object; null if absent
+  // What the webhook reads of request.object (null if absent): for a pod, metadata's name,
+  // namespace and annotations and the spec members the mutator reads, every array element kept.
+  nlohmann::json object;
 };
 
 // Errors: "body not JSON at byte N of M: ..." (syntax, invalid UTF-8, trailing bytes, a text

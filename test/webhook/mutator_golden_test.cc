@@ -9,7 +9,9 @@
 #include <set>
 #include <sstream>
 
+#include "test/webhook/admission_test_support.h"
 #include "webhook/mutator.h"
+#include "webhook/review.h"
 
 namespace kube_rdma {
 namespace {
@@ -102,6 +104,18 @@ TEST_P(MutatorGolden, PatchAppliesMatchesExpectedAndIsIdempotent) {
   MutationResult second = mutatePod(patched, "training", policy);
   EXPECT_EQ(second.patch, json::array()) << "second pass changed the pod: " << second.patch.dump();
   EXPECT_TRUE(second.applied.empty());
+
+  // The webhook decodes only the members of a pod the mutator reads: the same answer.
+  const ReviewOutcome review =
+      reviewAdmission(test_support::podCreateReview(pod, "uid").dump(), policy);
+  ASSERT_EQ(review.http_status, 200) << review.body;
+  const json response = json::parse(review.body).at("response");
+  const json patch = response.contains("patch")
+                         ? json::parse(*test_support::decodeBase64(response.at("patch")))
+                         : json::array();
+  EXPECT_EQ(patch, result.patch);
+  EXPECT_EQ(review.warnings, result.warnings);
+  EXPECT_EQ(review.applied, result.applied);
 }
 
 INSTANTIATE_TEST_SUITE_P(Pods, MutatorGolden, testing::ValuesIn(caseNames()), [](const auto& info) {
