@@ -51,17 +51,13 @@ struct Kept {
   constexpr Kept(const char* kept_name, const Kept (&kept_members)[N])
       : name(kept_name), members(kept_members), count(N) {}
 };
-constexpr Kept kContainerMembers[] = {"env",           "envFrom",         "name",        "resources",
-                                      "restartPolicy", "securityContext", "volumeMounts"};
+constexpr Kept kContainerMembers[] = {
+    "env", "envFrom", "name", "resources", "restartPolicy", "securityContext", "volumeMounts"};
 constexpr Kept kVolumeMembers[] = {"emptyDir", "name"};
-constexpr Kept kSpecMembers[] = {"affinity",
-                                 {"containers", kContainerMembers},
-                                 "hostNetwork",
-                                 {"initContainers", kContainerMembers},
-                                 "nodeSelector",
-                                 "resourceClaims",
-                                 "securityContext",
-                                 {"volumes", kVolumeMembers}};
+constexpr Kept kSpecMembers[] = {"affinity",        {"containers", kContainerMembers},
+                                 "hostNetwork",     {"initContainers", kContainerMembers},
+                                 "nodeSelector",    "resourceClaims",
+                                 "securityContext", {"volumes", kVolumeMembers}};
 constexpr Kept kMetadataMembers[] = {"annotations", "name", "namespace"};
 constexpr Kept kPodMembers[] = {{"metadata", kMetadataMembers}, {"spec", kSpecMembers}};
 
@@ -108,7 +104,7 @@ json toJson(dom::element value, const Kept* members = nullptr, size_t count = 0)
 std::string stringField(dom::element object, std::string_view key) {
   std::string_view value;
   return object[key].get_string().get(value) == simdjson::SUCCESS ? std::string(value)
-                                                                   : std::string();
+                                                                  : std::string();
 }
 
 std::string base64(std::string_view bytes) {

@@ -36,8 +36,8 @@ protected:
     delete dir_;
   }
 
-  // Serves with `review` on a free port until the test ends; 2 threads, at most 4 connections, and an idle
-  // one kept for a minute, so only stop() closes it within a test.
+  // Serves with `review` on a free port until the test ends; 2 threads, at most 4 connections, and
+  // an idle one kept for a minute, so only stop() closes it within a test.
   void start(Reviewer review) {
     ASSERT_TRUE(certificates_.reload().ok());
     ASSERT_TRUE(policies_.reload().ok());
