@@ -17,8 +17,8 @@
 #include "webhook/tls_stream.h"
 
 // One accepted TLS connection, from handshake to close: reads requests one at a time, has the
-// handler answer each and writes the answer, under the deadlines of ServerOptions. Its steps run
-// one at a time on the strand of its socket's executor.
+// handler answer each and writes the answer, under the deadlines of ServerOptions. All its steps
+// run on the one thread of its server loop.
 namespace kube_rdma {
 
 class HttpsConnection : public std::enable_shared_from_this<HttpsConnection> {
@@ -70,7 +70,7 @@ private:
   std::optional<boost::beast::http::response_serializer<boost::beast::http::string_body>>
       serializer_;
   bool keep_alive_ = false;
-  // Set only on its strand; stop() posts to it. Waiting: handshaking or waiting for a request.
+  // Set only on its loop; stop() posts to it. Waiting: handshaking or waiting for a request.
   bool waiting_ = false;
   bool stopped_ = false;
   Clock::time_point request_deadline_;

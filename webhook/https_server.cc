@@ -3,7 +3,6 @@
 #include <sched.h>
 
 #include <boost/asio/post.hpp>
-#include <boost/asio/strand.hpp>
 
 #include <thread>
 #include <vector>
@@ -24,6 +23,15 @@ size_t defaultThreads() {
   CPU_ZERO(&cpus);
   const int usable = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus) : 0;
   return std::max<size_t>(2, static_cast<size_t>(usable));
+}
+
+// Each loop is run by one thread only: the hint lets Asio skip what sharing one would need.
+std::vector<std::unique_ptr<asio::io_context>> makeLoops(size_t count) {
+  std::vector<std::unique_ptr<asio::io_context>> loops;
+  for (size_t i = 0; i < count; ++i) {
+    loops.push_back(std::make_unique<asio::io_context>(1));
+  }
+  return loops;
 }
 
 } // namespace
@@ -77,9 +85,11 @@ HttpsServer::HttpsServer(ServerOptions options, const std::function<bool(SSL_CTX
                          RequestHandler handler)
     : options_(std::move(options)), handler_(std::move(handler)),
       tls_(SSL_CTX_new(TLS_server_method()), SSL_CTX_free), registry_(options_.max_connections),
-      threads_(options_.threads > 0 ? options_.threads : defaultThreads()),
-      io_(static_cast<int>(threads_)), keep_running_(asio::make_work_guard(io_)),
-      acceptor_(asio::make_strand(io_)), retry_(acceptor_.get_executor()) {
+      loops_(makeLoops(options_.threads > 0 ? options_.threads : defaultThreads())),
+      acceptor_(*loops_.front()), retry_(*loops_.front()) {
+  for (const std::unique_ptr<Loop>& loop : loops_) {
+    keep_running_.push_back(asio::make_work_guard(*loop));
+  }
   if (tls_) {
     // A connection waiting for its next request gives OpenSSL's read and write buffers (about
     // 34 KiB) back: held connections would otherwise keep them for nothing (docs/webhook.md).
@@ -99,7 +109,7 @@ Status HttpsServer::bind() {
   }
   const std::string where = options_.host + ":" + std::to_string(options_.port);
   error_code error;
-  tcp::resolver resolver(io_);
+  tcp::resolver resolver(*loops_.front());
   const auto endpoints =
       resolver.resolve(options_.host, std::to_string(options_.port),
                        tcp::resolver::passive | tcp::resolver::numeric_service, error);
@@ -118,9 +128,9 @@ Status HttpsServer::bind() {
 }
 
 void HttpsServer::accept() {
-  acceptor_.async_accept(asio::make_strand(io_), [this](const error_code& error, tcp::socket s) {
-    onAccept(error, std::move(s));
-  });
+  Loop& loop = *loops_[next_loop_++ % loops_.size()];
+  acceptor_.async_accept(
+      loop, [this](const error_code& error, tcp::socket s) { onAccept(error, std::move(s)); });
 }
 
 void HttpsServer::onAccept(const error_code& error, tcp::socket socket) {
@@ -155,10 +165,10 @@ bool HttpsServer::serve() {
     return false;
   }
   std::vector<std::thread> threads;
-  for (size_t i = 1; i < threads_; ++i) {
-    threads.emplace_back([this] { io_.run(); });
+  for (size_t i = 1; i < loops_.size(); ++i) {
+    threads.emplace_back([loop = loops_[i].get()] { loop->run(); });
   }
-  io_.run();
+  loops_.front()->run();
   for (std::thread& thread : threads) {
     thread.join();
   }
@@ -170,8 +180,10 @@ void HttpsServer::stop() {
     error_code ignored;
     acceptor_.close(ignored);
     retry_.cancel();
-    // The loop returns once the last connection is gone.
-    keep_running_.reset();
+    // Each loop returns once its last connection is gone.
+    for (auto& guard : keep_running_) {
+      guard.reset();
+    }
   });
   registry_.stopAll();
 }

@@ -22,9 +22,9 @@
 
 #include "common/result.h"
 
-// An event-driven HTTPS/1.1 server (Boost.Beast over Asio and OpenSSL): a few threads running one
-// event loop for all the connections, so a connection costs memory only while it is open and no
-// CPU while it is idle. docs/webhook.md "Connections".
+// An event-driven HTTPS/1.1 server (Boost.Beast over Asio and OpenSSL): a few threads, each
+// running an event loop for its share of the connections, so a connection costs memory only while
+// it is open and no CPU while it is idle. docs/webhook.md "Connections".
 namespace kube_rdma {
 
 struct ServerOptions {
@@ -117,20 +117,22 @@ private:
   void accept();
   void onAccept(const boost::system::error_code& error, boost::asio::ip::tcp::socket socket);
 
-  // Declared before io_: the connections that io_ destroys last refer to them.
+  using Loop = boost::asio::io_context;
+
+  // Declared before loops_: the connections that the loops destroy last refer to them.
   const ServerOptions options_;
   const RequestHandler handler_;
   std::unique_ptr<SSL_CTX, decltype(&SSL_CTX_free)> tls_;
   bool tls_ok_ = false;
   ConnectionRegistry registry_;
-  const size_t threads_;
-  // One event loop that every server thread runs: whichever thread is free takes the next ready
-  // step, so a burst of requests on some connections never waits behind one busy thread while
-  // another idles. Each connection's steps run in order on its own strand.
-  boost::asio::io_context io_;
-  // Keeps the loop running without connections until stop().
-  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> keep_running_;
-  // On a strand of its own, with stop() posted to it.
+  // One event loop per server thread; a connection lives on one loop, so its steps run on one
+  // thread and are never handed to another, which would have to be woken. Connections are dealt
+  // to the loops in turn.
+  std::vector<std::unique_ptr<Loop>> loops_;
+  // Keeps loops without connections running until stop().
+  std::vector<boost::asio::executor_work_guard<Loop::executor_type>> keep_running_;
+  size_t next_loop_ = 0;
+  // On the first loop, with stop() posted to it.
   boost::asio::ip::tcp::acceptor acceptor_;
   boost::asio::steady_timer retry_;
   int port_ = 0;

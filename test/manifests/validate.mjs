@@ -23,7 +23,8 @@
 // DRA DaemonSet installs the memlock hook as the device plugin's does; the claims of
 // examples/dra name classes, requests and claims that exist. NFD labels (components/nfd-labels):
 // a render gives each of the device plugin and rdma-dra-driver --nfd-features-file, and every
-// DaemonSet with that flag mounts the host's features.d where the file goes.
+// DaemonSet with that flag mounts the host's features.d where the file goes; no DaemonSet selects
+// nodes by a label its daemon writes, and some render runs each where NFD finds its devices.
 //
 // With --plugin, --webhook, --dra and --fixtures, it also starts the built rdma-device-plugin
 // (on a fixture node) and rdma-webhook exactly as each rendered DaemonSet and Deployment starts
@@ -1746,6 +1747,32 @@ async function main() {
         nfdMountProblems(daemonSet(objects)),
       );
     }
+  }
+
+  // The node selector: never a label the daemon writes itself (on a new node it would never
+  // start, so the label would never appear), and some render runs each daemon where NFD finds a
+  // Mellanox/NVIDIA device instead of on the hand-set label (components/nfd-node-selector).
+  const writtenByUs = /^kube-rdma\.io\/(?!rdma-node$)/;
+  for (const [name, daemonSet] of [
+    ["rdma-device-plugin", pluginDaemonSet],
+    ["rdma-dra-driver", draDaemonSet],
+  ]) {
+    const renders = rendered.filter((r) => daemonSet(r.objects));
+    const selectorOf = (objects) => daemonSet(objects).spec.template.spec.nodeSelector ?? {};
+    for (const { label, objects } of renders) {
+      check(
+        `${label}: ${name} selects no node label it writes itself`,
+        Object.keys(selectorOf(objects))
+          .filter((key) => writtenByUs.test(key))
+          .map((key) => `selects ${key}`),
+      );
+    }
+    const byNfd = renders.filter(
+      ({ objects }) =>
+        selectorOf(objects)["feature.node.kubernetes.io/pci-15b3.present"] === "true" &&
+        !("kube-rdma.io/rdma-node" in selectorOf(objects)),
+    );
+    if (byNfd.length === 0) check(`a render runs ${name} where NFD finds its devices`, ["none does"]);
   }
 
   if (!mwcConditions || mwcConditions.length === 0) {

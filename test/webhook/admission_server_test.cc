@@ -36,8 +36,8 @@ protected:
     delete dir_;
   }
 
-  // Serves with `review` on a free port until the test ends; 2 threads, at most 4 connections, and
-  // an idle one kept for a minute, so only stop() closes it within a test.
+  // Serves with `review` on a free port until the test ends; at most 4 connections, and an idle
+  // one kept for a minute, so only stop() closes it within a test.
   void start(Reviewer review) {
     ASSERT_TRUE(certificates_.reload().ok());
     ASSERT_TRUE(policies_.reload().ok());
@@ -45,7 +45,6 @@ protected:
     options.host = "127.0.0.1";
     options.port = 0;
     options.max_connections = 4;
-    options.threads = 2;
     options.keep_alive_timeout = std::chrono::seconds(60);
     server_ = std::make_unique<AdmissionServer>(options, certificates_, policies_, registry_,
                                                 metrics_, std::make_shared<RealClock>(), logger_,
@@ -171,43 +170,6 @@ TEST_F(AdmissionServerTest, AConnectionBeyondTheCapWaitsUntilOneCloses) {
   open.front()->stop();
   ASSERT_EQ(waiting.wait_for(std::chrono::seconds(30)), std::future_status::ready);
   const httplib::Result res = waiting.get();
-  ASSERT_TRUE(res) << httplib::to_string(res.error());
-  EXPECT_EQ(res->status, 200);
-}
-
-// A review that holds its thread (a pod's DRA claim read from a slow API server) holds up only
-// its own connection: the other thread serves every other connection, whenever it was opened.
-TEST_F(AdmissionServerTest, AReviewHoldingItsThreadHoldsUpNoOtherConnection) {
-  std::promise<void> release;
-  const std::shared_future<void> released = release.get_future().share();
-  std::atomic<bool> holding{false};
-  start([&holding, released](std::string_view body, const WebhookPolicy& policy) {
-    if (body == "hold") {
-      holding = true;
-      released.wait();
-    }
-    return fixedOutcome(body, policy);
-  });
-  auto held_client = client();
-  std::future<httplib::Result> held;
-  // Released however the test ends (before `held` waits for its answer), so the server can stop.
-  std::unique_ptr<std::promise<void>, void (*)(std::promise<void>*)> release_at_end(
-      &release, [](std::promise<void>* p) { p->set_value(); });
-  held = std::async(std::launch::async, [&held_client] {
-    return held_client->Post("/mutate", "hold", "application/json");
-  });
-  ASSERT_TRUE(eventually([&holding] { return holding.load(); }));
-  for (int i = 0; i < 3; ++i) { // the cap's other three connections, opened after the held one
-    auto other = client();
-    // Far above an answer's time; a held-up connection never completes even its handshake.
-    other->set_connection_timeout(30, 0);
-    other->set_read_timeout(30, 0);
-    const auto res = other->Post("/mutate", "{}", "application/json");
-    ASSERT_TRUE(res) << "connection " << i << ": " << httplib::to_string(res.error());
-    EXPECT_EQ(res->status, 200);
-  }
-  release_at_end.reset();
-  const httplib::Result res = held.get();
   ASSERT_TRUE(res) << httplib::to_string(res.error());
   EXPECT_EQ(res->status, 200);
 }
