@@ -139,9 +139,9 @@ Result<AdmissionRequest> decodeAdmissionReview(std::string_view body) {
   if (jsonNestsDeeperThan(body, kMaxJsonDepth)) { // before simdjson sizes its buffers to the body
     return makeError("body nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
   }
-  // A parser keeps its buffers for the next body on its thread; one much larger than a pod gets a
-  // parser of its own, so that a thread does not hold ~14 bytes per byte of it afterwards.
-  constexpr size_t kReusedCapacity = size_t{256} * 1024;
+  // A parser keeps its buffers (~14 bytes per byte of the largest body) for the next body on its
+  // thread; a body larger than a pod's AdmissionReview gets a parser of its own, freed after.
+  constexpr size_t kReusedCapacity = size_t{64} * 1024;
   thread_local dom::parser reused;
   dom::parser one_off;
   dom::parser& parser = body.size() <= kReusedCapacity ? reused : one_off;
