@@ -97,7 +97,7 @@ void HttpsConnection::waitForRequest() {
   }
   waiting_ = true;
   expireAt(std::min(Clock::now() + options_.keep_alive_timeout, request_deadline_));
-  stream_.async_read_some(
+  stream_.async_read_next(
       buffer_.prepare(kReadBytes),
       beast::bind_front_handler(&HttpsConnection::onFirstBytes, shared_from_this()));
 }
@@ -261,13 +261,29 @@ void HttpsConnection::countCut() {
   }
 }
 
-// A timer that passed while its connection was gone, or was moved on, does nothing.
+// Deadlines move at every step of every request; the timer is re-armed only when one comes
+// earlier than the timer's expiry (the write deadline, about once a request). A timer that
+// fires before the current deadline waits again; a cancelled one, or one whose connection is
+// gone, does nothing.
 void HttpsConnection::expireAt(Clock::time_point deadline) {
   timed_out_ = false;
-  deadline_.expires_at(deadline);
+  current_deadline_ = deadline;
+  if (!timer_armed_ || deadline < deadline_.expiry()) {
+    armTimer();
+  }
+}
+
+void HttpsConnection::armTimer() {
+  timer_armed_ = true;
+  deadline_.expires_at(current_deadline_);
   deadline_.async_wait([weak = weak_from_this()](const error_code& error) {
     const std::shared_ptr<HttpsConnection> self = weak.lock();
-    if (error || !self || self->deadline_.expiry() > Clock::now()) {
+    if (error || !self) {
+      return;
+    }
+    self->timer_armed_ = false;
+    if (self->current_deadline_ > Clock::now()) {
+      self->armTimer();
       return;
     }
     self->timed_out_ = true;

@@ -57,9 +57,12 @@ private:
   void countCut();
   // The step under way when `deadline` passes is cancelled and ends with an error.
   void expireAt(Clock::time_point deadline);
+  void armTimer();
 
   TlsStream stream_;
   boost::asio::steady_timer deadline_;
+  Clock::time_point current_deadline_;
+  bool timer_armed_ = false;
   bool timed_out_ = false;
   const ServerOptions& options_;
   const RequestHandler& handler_;

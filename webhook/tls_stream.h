@@ -37,15 +37,14 @@ public:
 
   template <class MutableBuffers, class Handler>
   auto async_read_some(const MutableBuffers& buffers, Handler&& handler) {
-    // The first non-empty buffer: a TLS record is decrypted into one place.
-    for (auto it = boost::asio::buffer_sequence_begin(buffers);
-         it != boost::asio::buffer_sequence_end(buffers); ++it) {
-      const boost::asio::mutable_buffer buffer(*it);
-      if (buffer.size() > 0) {
-        return run(Step::kRead, buffer.data(), buffer.size(), std::forward<Handler>(handler));
-      }
-    }
-    return run(Step::kRead, nullptr, 0, std::forward<Handler>(handler));
+    return read(buffers, false, std::forward<Handler>(handler));
+  }
+
+  // async_read_some for bytes not expected yet (a keep-alive connection's next request): waits
+  // for the socket first instead of a read that would fail, one system call fewer.
+  template <class MutableBuffers, class Handler>
+  auto async_read_next(const MutableBuffers& buffers, Handler&& handler) {
+    return read(buffers, true, std::forward<Handler>(handler));
   }
 
   template <class ConstBuffers, class Handler>
@@ -68,6 +67,20 @@ public:
 
 private:
   enum class Step { kHandshake, kRead, kWrite };
+
+  template <class MutableBuffers, class Handler>
+  auto read(const MutableBuffers& buffers, bool wait_first, Handler&& handler) {
+    // The first non-empty buffer: a TLS record is decrypted into one place.
+    for (auto it = boost::asio::buffer_sequence_begin(buffers);
+         it != boost::asio::buffer_sequence_end(buffers); ++it) {
+      const boost::asio::mutable_buffer buffer(*it);
+      if (buffer.size() > 0) {
+        return run(Step::kRead, buffer.data(), buffer.size(), std::forward<Handler>(handler),
+                   wait_first);
+      }
+    }
+    return run(Step::kRead, nullptr, 0, std::forward<Handler>(handler));
+  }
   static constexpr size_t kMaxGathered = size_t{16} * 1024;
 
   // One try of a step: finished (with its error and byte count), or the socket readiness that
@@ -86,6 +99,8 @@ private:
     }
   };
   Attempt attempt(Step step, void* data, size_t size);
+  // Whether OpenSSL holds received bytes not yet returned by a read.
+  bool pending() const;
   // After a write: a gathered answer's copy is not kept by an idle connection.
   void wrote();
 
@@ -98,9 +113,15 @@ private:
     void* data;
     size_t size;
     State state;
+    bool wait_first;
     Attempt result;
 
     template <class Self> void operator()(Self& self, boost::system::error_code waited = {}) {
+      if (state == State::kFirstTry && wait_first && !stream.pending()) {
+        state = State::kWaited;
+        stream.socket_.async_wait(boost::asio::socket_base::wait_read, std::move(self));
+        return;
+      }
       if (state != State::kPosted) {
         result = waited ? Attempt::done(waited) : stream.attempt(step, data, size);
         if (!result.finished) {
@@ -121,10 +142,11 @@ private:
     }
   };
 
-  template <class Handler> auto run(Step step, void* data, size_t size, Handler&& handler) {
+  template <class Handler>
+  auto run(Step step, void* data, size_t size, Handler&& handler, bool wait_first = false) {
     return boost::asio::async_compose<Handler, void(boost::system::error_code, size_t)>(
-        Operation{*this, step, data, size, Operation::State::kFirstTry, Attempt{}}, handler,
-        socket_);
+        Operation{*this, step, data, size, Operation::State::kFirstTry, wait_first, Attempt{}},
+        handler, socket_);
   }
 
   boost::asio::ip::tcp::socket socket_;

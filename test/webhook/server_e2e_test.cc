@@ -598,6 +598,31 @@ TEST_F(WebhookE2E, EveryKindOfAnswerLeavesBeforeTheNextRequestOnAKeepAliveConnec
   EXPECT_NE(m.find("rdma_webhook_connections_cut_total 0\n"), std::string::npos) << m;
 }
 
+// Requests sent before the previous answer came: in TLS records of their own, and in one record
+// where the first request ends exactly where the server's first read of 4,096 bytes does, so the
+// next request is already inside OpenSSL and the socket will not signal it.
+TEST_F(WebhookE2E, PipelinedRequestsAreAnsweredInOrder) {
+  auto process = start();
+  const std::string get = "GET /healthz HTTP/1.1\r\nHost: webhook\r\n";
+  const std::string metrics_get = "GET /metrics HTTP/1.1\r\nHost: webhook\r\n\r\n";
+  const std::string missing = "GET /nowhere HTTP/1.1\r\nHost: webhook\r\n\r\n";
+  RawConnection separate(port_);
+  ASSERT_TRUE(separate.send(get + "\r\n") && separate.send(missing) && separate.send(metrics_get));
+  EXPECT_EQ(separate.answer().rfind("HTTP/1.1 200 ", 0), 0u) << process->log();
+  EXPECT_EQ(separate.answer().rfind("HTTP/1.1 404 ", 0), 0u) << process->log();
+  EXPECT_EQ(separate.answer().rfind("HTTP/1.1 200 ", 0), 0u) << process->log();
+
+  const std::string padding_header = "X-Padding: ";
+  const std::string first = get + padding_header +
+                            std::string(4096 - get.size() - padding_header.size() - 4, 'a') +
+                            "\r\n\r\n";
+  ASSERT_EQ(first.size(), 4096u);
+  RawConnection together(port_);
+  ASSERT_TRUE(together.send(first + missing));
+  EXPECT_EQ(together.answer().rfind("HTTP/1.1 200 ", 0), 0u) << process->log();
+  EXPECT_EQ(together.answer().rfind("HTTP/1.1 404 ", 0), 0u) << process->log();
+}
+
 TEST_F(WebhookE2E, SigtermDrainsAnswersRequestsInFlightAndExitsCleanly) {
   auto process = start();
   auto c = client();
