@@ -394,6 +394,71 @@ json mergeRecord(const json* previous, json record) {
   return record;
 }
 
+// Writes the RFC 6902 operations that turn members of the pod as sent into their changed copies.
+// The mutator only adds, so it needs no general diff: a member the pod lacks (absent or null) is
+// added whole, an array gets its new elements appended ("/-"), a changed value is replaced by
+// "add" (which replaces an existing member), and every path names what the pod has.
+class PatchWriter {
+public:
+  explicit PatchWriter(json& patch) : patch_(patch) {}
+
+  // `before` and `after`: one member as sent and as changed; either may be absent (nullptr).
+  void change(const json* before, const json* after, const std::string& path) {
+    if (after == nullptr || (before == nullptr ? after->is_null() : *before == *after)) {
+      return;
+    }
+    if (before != nullptr && before->is_array() && after->is_array() &&
+        before->size() <= after->size() &&
+        std::equal(before->begin(), before->end(), after->begin())) {
+      for (size_t i = before->size(); i < after->size(); ++i) {
+        add(path + "/-", (*after)[i]);
+      }
+      return;
+    }
+    if (added_whole_.insert(path).second) {
+      add(path, *after);
+    }
+  }
+
+  // change() of the member reached from `before` and `after` by `keys`, where the first member
+  // the pod lacks is added whole.
+  void walk(const json& before, const json& after, std::string path,
+            std::initializer_list<std::string_view> keys) {
+    const json* b = &before;
+    const json* a = &after;
+    for (const std::string_view key : keys) {
+      path += '/';
+      for (const char c : key) { // RFC 6901
+        if (c == '~') {
+          path += "~0";
+        } else if (c == '/') {
+          path += "~1";
+        } else {
+          path += c;
+        }
+      }
+      b = member(*b, key);
+      a = member(*a, key);
+      if (a == nullptr) {
+        return;
+      }
+      if (b == nullptr || b->is_null()) {
+        change(b, a, path);
+        return;
+      }
+    }
+    change(b, a, path);
+  }
+
+private:
+  void add(const std::string& path, const json& value) {
+    patch_.push_back({{"op", "add"}, {"path", path}, {"value", value}});
+  }
+
+  json& patch_;
+  std::set<std::string> added_whole_;
+};
+
 MutationResult mutate(const json& pod, const std::string& request_namespace,
                       const WebhookPolicy& policy, const PodRdmaClaims& claims) {
   MutationResult result;
@@ -508,35 +573,29 @@ MutationResult mutate(const json& pod, const std::string& request_namespace,
   annotations[kInjectedAnnotation] =
       mergeRecord(member(annotations_read, kInjectedAnnotation), std::move(record)).dump();
 
-  // The patch is the difference of each copy at its path (json::diff adds missing members as whole
-  // values, appends with "/-", escapes keys and replaces only paths that exist), in the order a
-  // diff of the whole pod gives: the pod's members by key, then the members it lacks.
-  const auto diff = [&result](const json* before, const json& after, const std::string& path) {
-    if (before == nullptr) {
-      result.patch.push_back({{"op", "add"}, {"path", path}, {"value", after}});
-      return;
+  // The patch: what each copy gained, at the paths of the pod as sent.
+  PatchWriter patch(result.patch);
+  if (metadata == nullptr) {
+    patch.change(nullptr, &metadata_after, "/metadata");
+  } else {
+    for (const auto& [key, value] : policy.annotations) {
+      patch.walk(*metadata, metadata_after, "/metadata", {"annotations", key});
     }
-    for (json& op : json::diff(*before, after, path)) {
-      result.patch.push_back(std::move(op));
-    }
-  };
-  if (metadata != nullptr) {
-    diff(metadata, metadata_after, "/metadata");
+    patch.walk(*metadata, metadata_after, "/metadata", {"annotations", kInjectedAnnotation});
   }
-  for (const std::string_view list : {"containers", "initContainers"}) {
-    for (const Place& place : places) {
-      if (place.list == list) {
-        const std::string path = "/spec/" + std::string(list) + "/" + std::to_string(place.index);
-        diff(&(*spec_in)[place.list][place.index], place.after, path);
+  for (const Place& place : places) {
+    const json& before = (*spec_in)[place.list][place.index];
+    const std::string path = "/spec/" + std::string(place.list) + "/" + std::to_string(place.index);
+    if (place.shorthand_target) {
+      for (const char* kind : {"limits", "requests"}) {
+        patch.walk(before, place.after, path, {"resources", kind, shorthand->request.resource});
       }
     }
+    patch.walk(before, place.after, path, {"env"});
+    patch.walk(before, place.after, path, {"securityContext", "capabilities", "add"});
+    patch.walk(before, place.after, path, {"volumeMounts"});
   }
-  if (volumes_in != nullptr || !volumes.is_null()) {
-    diff(volumes_in, volumes, "/spec/volumes");
-  }
-  if (metadata == nullptr) {
-    diff(nullptr, metadata_after, "/metadata");
-  }
+  patch.change(volumes_in, &volumes, "/spec/volumes");
   return result;
 }
 
