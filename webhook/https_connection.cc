@@ -261,27 +261,25 @@ void HttpsConnection::countCut() {
   }
 }
 
-// Deadlines move at every step of every request; the timer is re-armed only when one comes
-// earlier than the timer's expiry (the write deadline, about once a request). A timer that
-// fires before the current deadline waits again; a cancelled one, or one whose connection is
-// gone, does nothing.
+// Deadlines move at every step of every request; the timer is set anew only when one comes
+// earlier than the timer's expiry (the write deadline, about once a request) or the timer has
+// fired. A timer that fires before the current deadline waits again; a cancelled one, or one
+// whose connection is gone, does nothing.
 void HttpsConnection::expireAt(Clock::time_point deadline) {
   timed_out_ = false;
   current_deadline_ = deadline;
-  if (!timer_armed_ || deadline < deadline_.expiry()) {
+  if (deadline < deadline_.expiry() || deadline_.expiry() <= Clock::now()) {
     armTimer();
   }
 }
 
 void HttpsConnection::armTimer() {
-  timer_armed_ = true;
   deadline_.expires_at(current_deadline_);
   deadline_.async_wait([weak = weak_from_this()](const error_code& error) {
     const std::shared_ptr<HttpsConnection> self = weak.lock();
     if (error || !self) {
       return;
     }
-    self->timer_armed_ = false;
     if (self->current_deadline_ > Clock::now()) {
       self->armTimer();
       return;

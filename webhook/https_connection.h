@@ -62,7 +62,6 @@ private:
   TlsStream stream_;
   boost::asio::steady_timer deadline_;
   Clock::time_point current_deadline_;
-  bool timer_armed_ = false;
   bool timed_out_ = false;
   const ServerOptions& options_;
   const RequestHandler& handler_;
