@@ -1,9 +1,9 @@
 #include "webhook/admission_codec.h"
 
 #include <algorithm>
-#include <iterator>
 
 #include <openssl/evp.h>
+#include <nlohmann/json.hpp>
 #include <simdjson.h>
 
 #include "common/json_depth.h"
@@ -35,70 +35,6 @@ std::string notJsonReason(std::string_view body, simdjson::error_code code) {
   } catch (const json::exception&) { // a number too large for a double: simdjson's reason
   }
   return "body not JSON: " + std::string(simdjson::error_message(code));
-}
-
-// The members of a pod the webhook reads. An object keeps the listed members (each whole when it
-// lists none); an array applies its filter to every element, so patch paths still index them. The
-// rest (managedFields, status, images, probes...) is never copied out of the parse: building
-// nlohmann-json values is most of a review's cost.
-struct Kept {
-  std::string_view name;
-  const Kept* members = nullptr; // nullptr: the whole value
-  size_t count = 0;
-
-  constexpr Kept(const char* kept_name) : name(kept_name) {} // NOLINT: a table entry
-  template <size_t N>
-  constexpr Kept(const char* kept_name, const Kept (&kept_members)[N])
-      : name(kept_name), members(kept_members), count(N) {}
-};
-constexpr Kept kContainerMembers[] = {
-    "env", "envFrom", "name", "resources", "restartPolicy", "securityContext", "volumeMounts"};
-constexpr Kept kVolumeMembers[] = {"emptyDir", "name"};
-constexpr Kept kSpecMembers[] = {"affinity",        {"containers", kContainerMembers},
-                                 "hostNetwork",     {"initContainers", kContainerMembers},
-                                 "nodeSelector",    "resourceClaims",
-                                 "securityContext", {"volumes", kVolumeMembers}};
-constexpr Kept kMetadataMembers[] = {"annotations", "name", "namespace"};
-constexpr Kept kPodMembers[] = {{"metadata", kMetadataMembers}, {"spec", kSpecMembers}};
-
-json toJson(dom::element value, const Kept* members = nullptr, size_t count = 0) {
-  switch (value.type()) {
-  case dom::element_type::OBJECT: {
-    json object = json::object();
-    for (const dom::key_value_pair field : dom::object(value)) {
-      if (members == nullptr) {
-        object[std::string(field.key)] = toJson(field.value);
-        continue;
-      }
-      const Kept* kept = std::find_if(members, members + count,
-                                      [&field](const Kept& k) { return k.name == field.key; });
-      if (kept != members + count) {
-        object[std::string(field.key)] = toJson(field.value, kept->members, kept->count);
-      }
-    }
-    return object;
-  }
-  case dom::element_type::ARRAY: {
-    json array = json::array();
-    for (const dom::element item : dom::array(value)) {
-      array.push_back(toJson(item, members, count));
-    }
-    return array;
-  }
-  case dom::element_type::STRING:
-    return std::string(std::string_view(value));
-  case dom::element_type::INT64:
-    return int64_t(value);
-  case dom::element_type::UINT64:
-    return uint64_t(value);
-  case dom::element_type::DOUBLE:
-    return double(value);
-  case dom::element_type::BOOL:
-    return bool(value);
-  case dom::element_type::NULL_VALUE:
-    break;
-  }
-  return nullptr;
 }
 
 std::string stringField(dom::element object, std::string_view key) {
@@ -135,16 +71,10 @@ std::string truncateWarning(const std::string& warning) {
 
 } // namespace
 
-Result<AdmissionRequest> decodeAdmissionReview(std::string_view body) {
+Result<AdmissionRequest> decodeAdmissionReview(std::string_view body, dom::parser& parser) {
   if (jsonNestsDeeperThan(body, kMaxJsonDepth)) { // before simdjson sizes its buffers to the body
     return makeError("body nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
   }
-  // A parser keeps its buffers (~14 bytes per byte of the largest body) for the next body on its
-  // thread; a body larger than a pod's AdmissionReview gets a parser of its own, freed after.
-  constexpr size_t kReusedCapacity = size_t{64} * 1024;
-  thread_local dom::parser reused;
-  dom::parser one_off;
-  dom::parser& parser = body.size() <= kReusedCapacity ? reused : one_off;
   dom::element review;
   if (const auto error = parser.parse(body.data(), body.size()).get(review)) {
     return makeError(notJsonReason(body, error));
@@ -182,9 +112,7 @@ Result<AdmissionRequest> decodeAdmissionReview(std::string_view body) {
   request.sub_resource = stringField(in, "subResource");
   request.ns = stringField(in, "namespace");
   request.name = stringField(in, "name");
-  if (dom::element object; in["object"].get(object) == simdjson::SUCCESS) {
-    request.object = toJson(object, kPodMembers, std::size(kPodMembers));
-  }
+  request.has_object = in["object"].get(request.object) == simdjson::SUCCESS;
   return request;
 }
 
@@ -195,9 +123,9 @@ std::string encodeAdmissionReview(ReviewVersion version, const AdmissionResponse
   out += version == ReviewVersion::kV1 ? kV1 : kV1beta1;
   out += R"(","kind":"AdmissionReview","response":{"allowed":true)";
   // patchType only together with a non-empty patch: the API server rejects either alone.
-  if (response.patch.is_array() && !response.patch.empty()) {
+  if (!response.patch.empty()) {
     out += R"(,"patch":")";
-    out += base64(text(response.patch));
+    out += base64(response.patch);
     out += R"(","patchType":"JSONPatch")";
   }
   out += R"(,"uid":)";

@@ -4,7 +4,7 @@
 #include <string_view>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include <simdjson.h>
 
 #include "common/result.h"
 
@@ -30,18 +30,20 @@ struct AdmissionRequest {
   std::string sub_resource; // "" for the object itself
   std::string ns;           // request.namespace
   std::string name;         // request.name; "" for a pod named from generateName
-  // What the webhook reads of request.object (null if absent): for a pod, metadata's name,
-  // namespace and annotations and the spec members the mutator reads, every array element kept.
-  nlohmann::json object;
+  // request.object where it was parsed; absent: has_object is false.
+  bool has_object = false;
+  simdjson::dom::element object;
 };
 
 // Errors: "body not JSON at byte N of M: ..." (syntax, invalid UTF-8, trailing bytes, a text
-// that ends early), "body nests deeper than 100 levels", or what is missing or wrong.
-Result<AdmissionRequest> decodeAdmissionReview(std::string_view body);
+// that ends early), "body nests deeper than 100 levels", or what is missing or wrong. The request
+// points into `parser`'s parse: it is valid until the parser's next parse or its end.
+Result<AdmissionRequest> decodeAdmissionReview(std::string_view body,
+                                               simdjson::dom::parser& parser);
 
 struct AdmissionResponse {
   std::string uid;
-  nlohmann::json patch = nlohmann::json::array(); // RFC 6902; sent only when not empty
+  std::string patch; // RFC 6902 as JSON text; sent only when not empty
   std::vector<std::string> warnings;
 };
 

@@ -3,27 +3,39 @@
 #include <algorithm>
 
 #include "common/strings.h"
-#include "webhook/pod_fields.h"
 
 namespace kube_rdma {
 namespace {
 
 using nlohmann::json;
 
+// A claim spec as read from the API server: nullptr when `object` is not an object or lacks `key`.
+const json* jsonMember(const json& object, std::string_view key) {
+  if (!object.is_object()) {
+    return nullptr;
+  }
+  auto it = object.find(key);
+  return it == object.end() ? nullptr : &*it;
+}
+
+std::string jsonString(const json& object, std::string_view key) {
+  const json* value = jsonMember(object, key);
+  return value != nullptr && value->is_string() ? value->get<std::string>() : "";
+}
+
 bool ofClass(const json& request, const std::vector<std::string>& classes) {
-  return listContains(classes, stringMember(request, "deviceClassName"));
+  return listContains(classes, jsonString(request, "deviceClassName"));
 }
 
 } // namespace
 
-std::vector<PodClaimSource> podClaimSources(const json& pod) {
+std::vector<PodClaimSource> podClaimSources(JsonElement pod) {
   std::vector<PodClaimSource> sources;
-  const json* spec = member(pod, "spec");
-  const json* claims = spec != nullptr ? member(*spec, "resourceClaims") : nullptr;
-  if (claims == nullptr || !claims->is_array()) {
+  JsonElement spec;
+  if (!member(pod, "spec", spec)) {
     return sources;
   }
-  for (const json& entry : *claims) {
+  for (JsonElement entry : arrayMember(spec, "resourceClaims")) {
     PodClaimSource source{std::string(stringMember(entry, "name")),
                           std::string(stringMember(entry, "resourceClaimName")),
                           std::string(stringMember(entry, "resourceClaimTemplateName"))};
@@ -37,15 +49,15 @@ std::vector<PodClaimSource> podClaimSources(const json& pod) {
 std::set<std::string> rdmaRequestNames(const json& claim_spec,
                                        const std::vector<std::string>& classes) {
   std::set<std::string> names;
-  const json* devices = member(claim_spec, "devices");
-  const json* requests = devices != nullptr ? member(*devices, "requests") : nullptr;
+  const json* devices = jsonMember(claim_spec, "devices");
+  const json* requests = devices != nullptr ? jsonMember(*devices, "requests") : nullptr;
   if (requests == nullptr || !requests->is_array()) {
     return names;
   }
   for (const json& request : *requests) {
-    const std::string name(stringMember(request, "name"));
-    const json* exactly = member(request, "exactly");
-    const json* first_available = member(request, "firstAvailable");
+    const std::string name = jsonString(request, "name");
+    const json* exactly = jsonMember(request, "exactly");
+    const json* first_available = jsonMember(request, "firstAvailable");
     bool rdma = false;
     if (exactly != nullptr) {
       rdma = ofClass(*exactly, classes);
@@ -63,13 +75,12 @@ std::set<std::string> rdmaRequestNames(const json& claim_spec,
   return names;
 }
 
-bool usesRdmaClaim(const json& container, const PodRdmaClaims& claims) {
-  const json* resources = member(container, "resources");
-  const json* used = resources != nullptr ? member(*resources, "claims") : nullptr;
-  if (used == nullptr || !used->is_array()) {
+bool usesRdmaClaim(JsonElement container, const PodRdmaClaims& claims) {
+  JsonElement resources;
+  if (!member(container, "resources", resources)) {
     return false;
   }
-  for (const json& entry : *used) {
+  for (JsonElement entry : arrayMember(resources, "claims")) {
     auto claim = claims.find(std::string(stringMember(entry, "name")));
     if (claim == claims.end() || claim->second.empty()) {
       continue;

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/result.h"
+#include "webhook/pod_fields.h"
 
 // A pod's Dynamic Resource Allocation claims as the webhook sees them at admission: which of the
 // pod's claims ask for devices of the policy's RDMA DeviceClasses, by request name. The claims
@@ -23,7 +24,7 @@ struct PodClaimSource {
 };
 
 // The pod's spec.resourceClaims entries that name a claim or a template.
-std::vector<PodClaimSource> podClaimSources(const nlohmann::json& pod);
+std::vector<PodClaimSource> podClaimSources(JsonElement pod);
 
 // The names of the requests in a ResourceClaimSpec (a claim's spec, a template's spec.spec) that
 // can only be met with devices of `classes`: `exactly.deviceClassName` in `classes`, or every
@@ -36,7 +37,7 @@ using PodRdmaClaims = std::map<std::string, std::set<std::string>>;
 
 // Whether `container` uses an RDMA request of `claims` through resources.claims[]: {name} alone
 // uses every request of that claim, {name, request} one request ("req" or "req/subrequest").
-bool usesRdmaClaim(const nlohmann::json& container, const PodRdmaClaims& claims);
+bool usesRdmaClaim(JsonElement container, const PodRdmaClaims& claims);
 
 // Reads the ResourceClaimSpec behind `source` in `ns` (the claim's spec or the template's
 // spec.spec); the error says why it could not.

@@ -1,9 +1,12 @@
 #include "webhook/mutator.h"
 
 #include <algorithm>
+#include <iterator>
 #include <optional>
 #include <string_view>
 #include <utility>
+
+#include <nlohmann/json.hpp>
 
 #include "common/shorthand.h"
 #include "common/strings.h"
@@ -16,33 +19,25 @@ using nlohmann::json;
 
 constexpr const char* kShmPath = "/dev/shm";
 constexpr const char* kSocketIfname = "NCCL_SOCKET_IFNAME";
+constexpr const char* kResourceLists[] = {"limits", "requests"};
+constexpr const char* kCapabilityLists[] = {"add", "drop"};
 
 std::string inQuotes(std::string_view text) {
   return "\"" + std::string(text) + "\"";
 }
 
-// An array member, created empty when absent or null. Appending to any other shape throws
-// json::type_error: the pod is then left unchanged as malformed.
-json& arrayMember(json& object, const char* key) {
-  json& value = object[key];
-  if (value.is_null()) {
-    value = json::array();
+bool asksFor(JsonElement container, const std::string& resource) {
+  JsonElement resources;
+  JsonElement list;
+  if (!member(container, "resources", resources)) {
+    return false;
   }
-  return value;
+  return std::any_of(std::begin(kResourceLists), std::end(kResourceLists), [&](const char* kind) {
+    return member(resources, kind, list) && hasMember(list, resource);
+  });
 }
 
-bool asksFor(const json& container, const std::string& resource) {
-  const json* resources = member(container, "resources");
-  for (const char* kind : {"limits", "requests"}) {
-    const json* list = resources != nullptr ? member(*resources, kind) : nullptr;
-    if (list != nullptr && list->contains(resource)) {
-      return true;
-    }
-  }
-  return false;
-}
-
-const std::string* rdmaResourceOf(const json& container, const WebhookPolicy& policy) {
+const std::string* rdmaResourceOf(JsonElement container, const WebhookPolicy& policy) {
   for (const std::string& resource : policy.resources) {
     if (asksFor(container, resource)) {
       return &resource;
@@ -51,12 +46,13 @@ const std::string* rdmaResourceOf(const json& container, const WebhookPolicy& po
   return nullptr;
 }
 
-std::string skipReason(const json& annotations, const std::string& ns,
+// `annotations`: the pod's, nullopt when it has none.
+std::string skipReason(std::optional<JsonElement> annotations, const std::string& ns,
                        const WebhookPolicy& policy) {
-  if (member(annotations, kMirrorAnnotation) != nullptr) {
+  if (annotations && hasMember(*annotations, kMirrorAnnotation)) {
     return "mirror pod";
   }
-  if (stringMember(annotations, kInjectAnnotation) == "false") {
+  if (annotations && stringMember(*annotations, kInjectAnnotation) == "false") {
     return "opted out by kube-rdma.io/inject";
   }
   if (listContains(policy.exclude_namespaces, ns)) {
@@ -70,85 +66,102 @@ std::string skipReason(const json& annotations, const std::string& ns,
 
 // The container the shorthand annotation adds its resource to, and what it adds.
 struct ShorthandTarget {
-  const json* container = nullptr; // in the pod as sent; nullptr: nothing to add
+  std::optional<size_t> container; // index in spec.containers; nullopt: nothing to add
   ShorthandRequest request;
 };
 
 // An error means the pod is admitted unchanged.
-Result<ShorthandTarget> resolveShorthandTarget(const json& spec, const json& annotations,
+Result<ShorthandTarget> resolveShorthandTarget(JsonElement spec,
+                                               std::optional<JsonElement> annotations,
                                                const std::string& ns, const WebhookPolicy& policy) {
-  const json* value = member(annotations, kRdmaAnnotation);
-  if (value == nullptr) {
+  JsonElement value;
+  if (!annotations || !member(*annotations, kRdmaAnnotation, value)) {
     return ShorthandTarget{};
   }
   if (policy.shorthand_namespaces && !listContains(*policy.shorthand_namespaces, ns)) {
     return makeError(std::string(kRdmaAnnotation) + " is not allowed in namespace " + inQuotes(ns) +
                      " (policy shorthand.namespaces)");
   }
-  if (!value->is_string()) {
+  if (!value.is_string()) {
     return makeError(std::string(kRdmaAnnotation) + " must be a string");
   }
-  Result<ShorthandRequest> request =
-      resolveShorthand(value->get_ref<const std::string&>(), policy.shorthand);
+  Result<ShorthandRequest> request = resolveShorthand(stringOf(value), policy.shorthand);
   if (!request.ok()) {
     return makeError(std::string(kRdmaAnnotation) + ": " + request.error().message);
   }
-  const json* containers = member(spec, "containers");
-  if (containers == nullptr || !containers->is_array() || containers->empty()) {
+  const simdjson::dom::array containers = arrayMember(spec, "containers");
+  if (containers.size() == 0) {
     return makeError(std::string(kRdmaAnnotation) + ": the pod has no containers");
   }
-  const json* target = &containers->front();
-  if (member(annotations, kRdmaContainerAnnotation) != nullptr) {
-    const std::string_view wanted = stringMember(annotations, kRdmaContainerAnnotation);
-    auto it = std::find_if(containers->begin(), containers->end(),
-                           [&wanted](const json& c) { return stringMember(c, "name") == wanted; });
-    if (wanted.empty() || it == containers->end()) {
+  JsonElement target = *containers.begin();
+  std::optional<size_t> index = 0;
+  if (hasMember(*annotations, kRdmaContainerAnnotation)) {
+    const std::string_view wanted = stringMember(*annotations, kRdmaContainerAnnotation);
+    index.reset();
+    size_t i = 0;
+    for (JsonElement c : containers) {
+      if (!wanted.empty() && stringMember(c, "name") == wanted) {
+        index = i;
+        target = c;
+        break;
+      }
+      ++i;
+    }
+    if (!index) {
       return makeError(std::string(kRdmaContainerAnnotation) +
                        " names no container of the pod: " + inQuotes(wanted));
     }
-    target = &*it;
   }
-  if (const std::string* existing = rdmaResourceOf(*target, policy)) {
+  if (const std::string* existing = rdmaResourceOf(target, policy)) {
     if (*existing != request->resource) {
       return makeError(std::string(kRdmaAnnotation) + " asks for " + request->resource +
-                       " but container " + inQuotes(stringMember(*target, "name")) +
+                       " but container " + inQuotes(stringMember(target, "name")) +
                        " already asks for " + *existing);
     }
     return ShorthandTarget{}; // already there: a second pass adds nothing
   }
-  return ShorthandTarget{target, *request};
+  return ShorthandTarget{index, *request};
 }
 
 // Whether every node the pod may land on is guaranteed to carry label key=value.
-bool pinnedToLabel(const json& spec, const std::string& key, const std::string& value) {
-  if (const json* selector = member(spec, "nodeSelector");
-      selector != nullptr && selector->contains(key) && (*selector)[key] == value) {
+bool pinnedToLabel(JsonElement spec, const std::string& key, const std::string& value) {
+  JsonElement selector;
+  JsonElement label;
+  if (member(spec, "nodeSelector", selector) && member(selector, key, label) && label.is_string() &&
+      stringOf(label) == value) {
     return true;
   }
-  const json* terms = member(spec, "affinity");
-  for (const char* step :
-       {"nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms"}) {
-    terms = terms != nullptr ? member(*terms, step) : nullptr;
+  JsonElement terms = spec;
+  for (const char* step : {"affinity", "nodeAffinity",
+                           "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms"}) {
+    if (!member(terms, step, terms)) {
+      return false;
+    }
   }
-  if (terms == nullptr || !terms->is_array() || terms->empty()) {
+  const simdjson::dom::array term_list = arrayOf(terms);
+  if (term_list.size() == 0) {
     return false;
   }
   // Terms are ORed: each one must pin the label, with `In` and that single value.
-  return std::all_of(terms->begin(), terms->end(), [&](const json& term) {
-    const json* expressions = member(term, "matchExpressions");
-    if (expressions == nullptr || !expressions->is_array()) {
+  return std::all_of(term_list.begin(), term_list.end(), [&](JsonElement term) {
+    JsonElement expressions;
+    if (!member(term, "matchExpressions", expressions) || !expressions.is_array()) {
       return false;
     }
-    return std::any_of(expressions->begin(), expressions->end(), [&](const json& e) {
-      const json* values = member(e, "values");
-      return stringMember(e, "key") == key && stringMember(e, "operator") == "In" &&
-             values != nullptr && values->is_array() && values->size() == 1 &&
-             (*values)[0] == value;
+    const simdjson::dom::array list = arrayOf(expressions);
+    return std::any_of(list.begin(), list.end(), [&](JsonElement e) {
+      JsonElement values;
+      if (stringMember(e, "key") != key || stringMember(e, "operator") != "In" ||
+          !member(e, "values", values) || arrayOf(values).size() != 1 || !values.is_array()) {
+        return false;
+      }
+      const JsonElement only = *arrayOf(values).begin();
+      return only.is_string() && stringOf(only) == value;
     });
   });
 }
 
-const NodePoolProfile* pickProfile(const json& spec, const WebhookPolicy& policy) {
+const NodePoolProfile* pickProfile(JsonElement spec, const WebhookPolicy& policy) {
   for (const NodePoolProfile& profile : policy.profiles) {
     const bool match = std::all_of(
         profile.node_selector.begin(), profile.node_selector.end(),
@@ -161,7 +174,7 @@ const NodePoolProfile* pickProfile(const json& spec, const WebhookPolicy& policy
 }
 
 // Cluster env, then the profile's by name, then the pod-network interface.
-std::vector<PolicyEnvVar> envFor(const json& spec, const NodePoolProfile* profile,
+std::vector<PolicyEnvVar> envFor(JsonElement spec, const NodePoolProfile* profile,
                                  const WebhookPolicy& policy) {
   std::vector<PolicyEnvVar> env = policy.env;
   const auto set = [&env](const PolicyEnvVar& var) {
@@ -176,8 +189,10 @@ std::vector<PolicyEnvVar> envFor(const json& spec, const NodePoolProfile* profil
   if (profile != nullptr) {
     std::for_each(profile->env.begin(), profile->env.end(), set);
   }
-  const json* host_network = member(spec, "hostNetwork");
-  const bool on_host_network = host_network != nullptr && *host_network == true;
+  JsonElement host_network;
+  bool on_host_network = false;
+  on_host_network = member(spec, "hostNetwork", host_network) &&
+                    host_network.get(on_host_network) == simdjson::SUCCESS && on_host_network;
   const bool has_ifname = std::any_of(
       env.begin(), env.end(), [](const PolicyEnvVar& e) { return e.name == kSocketIfname; });
   if (!on_host_network && !has_ifname && !policy.pod_network_socket_ifname.empty()) {
@@ -186,106 +201,72 @@ std::vector<PolicyEnvVar> envFor(const json& spec, const NodePoolProfile* profil
   return env;
 }
 
-const json* envEntry(const json& container, std::string_view name) {
-  const json* env = member(container, "env");
-  if (env == nullptr || !env->is_array()) {
-    return nullptr;
-  }
-  auto it = std::find_if(env->begin(), env->end(),
-                         [name](const json& e) { return stringMember(e, "name") == name; });
-  return it == env->end() ? nullptr : &*it;
+std::optional<JsonElement> envEntry(JsonElement container, std::string_view name) {
+  const simdjson::dom::array env = arrayMember(container, "env");
+  auto it = std::find_if(env.begin(), env.end(),
+                         [name](JsonElement e) { return stringMember(e, "name") == name; });
+  return it == env.end() ? std::nullopt : std::optional<JsonElement>(*it);
 }
 
-// The added names, in policy order.
-std::vector<std::string> addEnv(json& container, const std::vector<PolicyEnvVar>& env) {
-  std::vector<std::string> added;
-  for (const PolicyEnvVar& var : env) {
-    if (envEntry(container, var.name) == nullptr) {
-      arrayMember(container, "env").push_back({{"name", var.name}, {"value", var.value}});
-      added.push_back(var.name);
-    }
-  }
-  return added;
-}
-
-bool addIpcLock(json& container) {
-  const json* context = member(container, "securityContext");
-  if (context != nullptr && member(*context, "privileged") != nullptr &&
-      (*context)["privileged"] == true) {
+// Granted IPC_LOCK already (privileged, listed, or ALL), or dropped on purpose: the user decided.
+bool decidesIpcLock(JsonElement container) {
+  JsonElement context;
+  JsonElement privileged;
+  JsonElement capabilities;
+  if (!member(container, "securityContext", context)) {
     return false;
   }
-  const json* capabilities = context != nullptr ? member(*context, "capabilities") : nullptr;
-  for (const char* list : {"add", "drop"}) {
-    const json* names = capabilities != nullptr ? member(*capabilities, list) : nullptr;
-    // Present already, granted by ALL, or dropped on purpose: the user decided.
-    if (names != nullptr && names->is_array() &&
-        std::any_of(names->begin(), names->end(), [](const json& n) {
-          return n == "IPC_LOCK" || n == "CAP_IPC_LOCK" || n == "ALL";
-        })) {
-      return false;
-    }
+  bool is_privileged = false;
+  if (member(context, "privileged", privileged) &&
+      privileged.get(is_privileged) == simdjson::SUCCESS && is_privileged) {
+    return true;
   }
-  arrayMember(container["securityContext"]["capabilities"], "add").push_back("IPC_LOCK");
-  return true;
-}
-
-bool mountsShm(const json& container) {
-  const json* mounts = member(container, "volumeMounts");
-  if (mounts == nullptr || !mounts->is_array()) {
+  if (!member(context, "capabilities", capabilities)) {
     return false;
   }
-  return std::any_of(mounts->begin(), mounts->end(), [](const json& m) {
+  return std::any_of(std::begin(kCapabilityLists), std::end(kCapabilityLists),
+                     [&](const char* list) {
+                       const simdjson::dom::array names = arrayMember(capabilities, list);
+                       return std::any_of(names.begin(), names.end(), [](JsonElement n) {
+                         const std::string_view name = stringOf(n);
+                         return name == "IPC_LOCK" || name == "CAP_IPC_LOCK" || name == "ALL";
+                       });
+                     });
+}
+
+bool mountsShm(JsonElement container) {
+  const simdjson::dom::array mounts = arrayMember(container, "volumeMounts");
+  return std::any_of(mounts.begin(), mounts.end(), [](JsonElement m) {
     const std::string_view path = stringMember(m, "mountPath");
     return path == kShmPath || path == "/dev/shm/" || path == "/dev" || path == "/dev/";
   });
 }
 
-bool isOurShmVolume(const json& volume) {
-  const json* empty_dir = member(volume, "emptyDir");
-  return empty_dir != nullptr && stringMember(*empty_dir, "medium") == "Memory";
-}
-
-// The name of the shm volume to mount: ours if a previous pass added it, otherwise a name no
-// volume of the pod uses. Adds the volume to `volumes` (the pod's spec.volumes, null when it has
-// none) when it is not there yet.
-std::string ensureShmVolume(json& volumes, const std::string& size_limit) {
-  if (volumes.is_null()) {
-    volumes = json::array();
+// The sizeLimit of a memory emptyDir volume, "" when it has none; nullopt for another volume.
+std::optional<std::string_view> shmVolumeSizeLimit(JsonElement volume) {
+  JsonElement empty_dir;
+  if (!member(volume, "emptyDir", empty_dir) || stringMember(empty_dir, "medium") != "Memory") {
+    return std::nullopt;
   }
-  for (int suffix = 0;; ++suffix) {
-    std::string name =
-        suffix == 0 ? kShmVolumeName : std::string(kShmVolumeName) + "-" + std::to_string(suffix);
-    auto it = std::find_if(volumes.begin(), volumes.end(),
-                           [&name](const json& v) { return stringMember(v, "name") == name; });
-    if (it == volumes.end()) {
-      volumes.push_back(
-          {{"name", name}, {"emptyDir", {{"medium", "Memory"}, {"sizeLimit", size_limit}}}});
-      return name;
-    }
-    if (isOurShmVolume(*it)) {
-      return name;
-    }
-  }
+  return stringMember(empty_dir, "sizeLimit");
 }
 
 // Sum of the memory limits of the containers that run together (regular ones and native
 // sidecars); nullopt when one of them has no limit, since then there is no pod limit.
-std::optional<double> podMemoryLimit(const json& spec) {
+std::optional<double> podMemoryLimit(JsonElement spec) {
   double total = 0;
   for (const char* list : {"initContainers", "containers"}) {
-    const json* containers = member(spec, list);
-    if (containers == nullptr || !containers->is_array()) {
-      continue;
-    }
-    for (const json& c : *containers) {
+    for (JsonElement c : arrayMember(spec, list)) {
       if (std::string_view(list) == "initContainers" &&
           stringMember(c, "restartPolicy") != "Always") {
         continue;
       }
-      const json* resources = member(c, "resources");
-      const json* limits = resources != nullptr ? member(*resources, "limits") : nullptr;
-      Result<double> limit = parseQuantity(
-          std::string(limits != nullptr ? stringMember(*limits, "memory") : std::string_view()));
+      JsonElement resources;
+      JsonElement limits;
+      const bool has_limits =
+          member(c, "resources", resources) && member(resources, "limits", limits);
+      Result<double> limit =
+          parseQuantity(std::string(has_limits ? stringMember(limits, "memory") : ""));
       if (!limit.ok()) {
         return std::nullopt;
       }
@@ -295,86 +276,36 @@ std::optional<double> podMemoryLimit(const json& spec) {
   return total;
 }
 
-// The sizeLimit of the memory volume mounted at /dev/shm in the container, if any.
-std::optional<std::string> shmSizeLimit(const json& volumes, const json& container) {
-  const json* mounts = member(container, "volumeMounts");
-  if (mounts == nullptr || !mounts->is_array() || !volumes.is_array()) {
-    return std::nullopt;
-  }
-  for (const json& m : *mounts) {
-    if (stringMember(m, "mountPath") != kShmPath) {
-      continue;
-    }
-    for (const json& v : volumes) {
-      if (stringMember(v, "name") == stringMember(m, "name") && isOurShmVolume(v)) {
-        const std::string_view limit = stringMember(v["emptyDir"], "sizeLimit");
-        return limit.empty() ? std::nullopt : std::optional<std::string>(limit);
-      }
+// The container's security setting `key`, else the pod's (Kubernetes' own precedence).
+std::optional<JsonElement> securitySetting(JsonElement spec, JsonElement container,
+                                           std::string_view key) {
+  for (const JsonElement owner : {container, spec}) {
+    JsonElement context;
+    JsonElement value;
+    if (member(owner, "securityContext", context) && member(context, key, value)) {
+      return value;
     }
   }
   return std::nullopt;
 }
 
-// `volumes` is spec.volumes as changed, the rest of `spec` is the pod's.
-// The container's security setting `key`, else the pod's (Kubernetes' own precedence).
-const json* securitySetting(const json& spec, const json& container, std::string_view key) {
-  for (const json* owner : {&container, &spec}) {
-    if (const json* context = member(*owner, "securityContext")) {
-      if (const json* value = member(*context, key)) {
-        return value;
-      }
-    }
-  }
-  return nullptr;
-}
-
 // Known to run as non-root from the pod alone; an image's own USER is not visible here.
-bool runsAsNonRoot(const json& spec, const json& container) {
-  if (const json* uid = securitySetting(spec, container, "runAsUser")) {
-    return uid->is_number() && *uid != 0;
+bool runsAsNonRoot(JsonElement spec, JsonElement container) {
+  if (const std::optional<JsonElement> uid = securitySetting(spec, container, "runAsUser")) {
+    double value = 0;
+    return uid->is_number() && uid->get(value) == simdjson::SUCCESS && value != 0;
   }
-  const json* non_root = securitySetting(spec, container, "runAsNonRoot");
-  return non_root != nullptr && *non_root == true;
-}
-
-void warnAbout(const json& spec, const json& volumes, const std::vector<json*>& rdma,
-               const WebhookPolicy& policy, std::vector<std::string>& out) {
-  for (const json* c : rdma) {
-    const std::string name = inQuotes(stringMember(*c, "name"));
-    if (!policy.cdi && runsAsNonRoot(spec, *c)) {
-      out.push_back("container " + name +
-                    " runs as non-root: IPC_LOCK does not lift its memlock limit without CDI");
-    }
-    if (const json* e = envEntry(*c, "NCCL_IB_DISABLE"); e && stringMember(*e, "value") == "1") {
-      out.push_back("container " + name + " sets NCCL_IB_DISABLE=1: NCCL will not use RDMA");
-    }
-    if (const json* e = envEntry(*c, "NCCL_IB_HCA")) {
-      const std::string_view value = stringMember(*e, "value");
-      const std::string_view list = value.starts_with('^') ? value.substr(1) : value;
-      if (!list.empty() && list.front() != '=') {
-        out.push_back("container " + name +
-                      ": NCCL_IB_HCA without '=' matches prefixes (mlx5_1 also picks mlx5_10..19)");
-      }
-    }
-  }
-  const std::optional<double> memory = podMemoryLimit(spec);
-  for (const json* c : rdma) {
-    std::optional<std::string> limit = shmSizeLimit(volumes, *c);
-    Result<double> bytes = parseQuantity(limit.value_or(""));
-    if (memory && bytes.ok() && *bytes > *memory) {
-      out.push_back("/dev/shm sizeLimit " + *limit +
-                    " is above the pod's memory limit; tmpfs counts as pod memory");
-      break;
-    }
-  }
+  const std::optional<JsonElement> non_root = securitySetting(spec, container, "runAsNonRoot");
+  bool yes = false;
+  return non_root && non_root->get(yes) == simdjson::SUCCESS && yes;
 }
 
 // Merges this pass's record into the one a previous pass wrote, so nothing recorded is lost.
-json mergeRecord(const json* previous, json record) {
-  if (previous == nullptr || !previous->is_string()) {
+json mergeRecord(std::optional<JsonElement> previous, json record) {
+  if (!previous || !previous->is_string()) {
     return record;
   }
-  json old = json::parse(previous->get_ref<const std::string&>(), nullptr, false);
+  json old = json::parse(stringOf(*previous), nullptr, false);
   if (!old.is_object() || !old.contains("containers") || !old["containers"].is_object()) {
     return record;
   }
@@ -394,230 +325,412 @@ json mergeRecord(const json* previous, json record) {
   return record;
 }
 
-// Writes the RFC 6902 operations that turn members of the pod as sent into their changed copies.
-// The mutator only adds, so it needs no general diff: a member the pod lacks (absent or null) is
-// added whole, an array gets its new elements appended ("/-"), a changed value is replaced by
-// "add" (which replaces an existing member), and every path names what the pod has.
-class PatchWriter {
-public:
-  explicit PatchWriter(json& patch) : patch_(patch) {}
+// What the mutator adds below one member of the pod: a string, members of an object, or elements
+// appended to an array, in the order added.
+struct Addition {
+  enum class Kind { kString, kObject, kArray };
+  Kind kind = Kind::kObject;
+  std::string key;                // its name as a member of an object
+  std::string text;               // kString: the value
+  std::vector<Addition> children; // kObject: the members; kArray: the elements
 
-  // `before` and `after`: one member as sent and as changed; either may be absent (nullptr).
-  void change(const json* before, const json* after, const std::string& path) {
-    if (after == nullptr || (before == nullptr ? after->is_null() : *before == *after)) {
-      return;
+  static Addition string(std::string value) { return {Kind::kString, "", std::move(value), {}}; }
+  static Addition object(std::initializer_list<std::pair<const char*, Addition>> members);
+
+  // The member `name`, created empty (of kind `created`) on first use.
+  Addition& at(std::string_view name, Kind created = Kind::kObject) {
+    auto it = std::find_if(children.begin(), children.end(),
+                           [name](const Addition& c) { return c.key == name; });
+    if (it != children.end()) {
+      return *it;
     }
-    if (before != nullptr && before->is_array() && after->is_array() &&
-        before->size() <= after->size() &&
-        std::equal(before->begin(), before->end(), after->begin())) {
-      for (size_t i = before->size(); i < after->size(); ++i) {
-        add(path + "/-", (*after)[i]);
-      }
-      return;
-    }
-    if (added_whole_.insert(path).second) {
-      add(path, *after);
-    }
+    children.push_back({created, std::string(name), "", {}});
+    return children.back();
   }
-
-  // change() of the member reached from `before` and `after` by `keys`, where the first member
-  // the pod lacks is added whole.
-  void walk(const json& before, const json& after, std::string path,
-            std::initializer_list<std::string_view> keys) {
-    const json* b = &before;
-    const json* a = &after;
-    for (const std::string_view key : keys) {
-      path += '/';
-      for (const char c : key) { // RFC 6901
-        if (c == '~') {
-          path += "~0";
-        } else if (c == '/') {
-          path += "~1";
-        } else {
-          path += c;
-        }
-      }
-      b = member(*b, key);
-      a = member(*a, key);
-      if (a == nullptr) {
-        return;
-      }
-      if (b == nullptr || b->is_null()) {
-        change(b, a, path);
-        return;
-      }
-    }
-    change(b, a, path);
+  void set(std::string_view name, std::string value) {
+    at(name, Kind::kString).text = std::move(value);
   }
-
-private:
-  void add(const std::string& path, const json& value) {
-    patch_.push_back({{"op", "add"}, {"path", path}, {"value", value}});
+  void append(std::string_view name, Addition element) {
+    at(name, Kind::kArray).children.push_back(std::move(element));
   }
-
-  json& patch_;
-  std::set<std::string> added_whole_;
 };
 
-MutationResult mutate(const json& pod, const std::string& request_namespace,
+Addition Addition::object(std::initializer_list<std::pair<const char*, Addition>> members) {
+  Addition out;
+  for (const auto& [name, value] : members) {
+    out.children.push_back(value);
+    out.children.back().key = name;
+  }
+  return out;
+}
+
+// A pod member the additions cannot go into (an env that is a string...): the pod is left alone.
+struct UnexpectedShape {
+  std::string what;
+};
+
+void appendJsonString(std::string& out, std::string_view text) {
+  out += '"';
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (byte < 0x20) {
+      constexpr std::string_view kHex = "0123456789abcdef";
+      out += "\\u00";
+      out += kHex[byte >> 4];
+      out += kHex[byte & 0xF];
+    } else {
+      out += c;
+    }
+  }
+  out += '"';
+}
+
+void appendJson(std::string& out, const Addition& value) {
+  switch (value.kind) {
+  case Addition::Kind::kString:
+    appendJsonString(out, value.text);
+    return;
+  case Addition::Kind::kObject:
+    out += '{';
+    for (const Addition& child : value.children) {
+      out += out.back() == '{' ? "" : ",";
+      appendJsonString(out, child.key);
+      out += ':';
+      appendJson(out, child);
+    }
+    out += '}';
+    return;
+  case Addition::Kind::kArray:
+    out += '[';
+    for (const Addition& child : value.children) {
+      out += out.back() == '[' ? "" : ",";
+      appendJson(out, child);
+    }
+    out += ']';
+    return;
+  }
+}
+
+// RFC 6901: "~" and "/" in a key are escaped.
+std::string childPath(const std::string& path, std::string_view key) {
+  std::string out = path + "/";
+  for (const char c : key) {
+    out += c == '~' ? "~0" : c == '/' ? "~1" : std::string(1, c);
+  }
+  return out;
+}
+
+// Writes the RFC 6902 operations that add `additions` to `base`, the member of the pod at `path`
+// (nullopt: absent). The mutator only adds, so no diff is needed: a member the pod lacks (absent
+// or null) is added whole, an array gets its new elements appended ("/-"), a string that differs
+// is replaced by "add", and every path names what the pod has.
+void writePatch(std::optional<JsonElement> base, const Addition& additions, const std::string& path,
+                std::string& patch) {
+  const auto add = [&patch](const std::string& op_path, const Addition& value) {
+    patch += patch.empty() ? "[" : ",";
+    patch += R"({"op":"add","path":)";
+    appendJsonString(patch, op_path);
+    patch += R"(,"value":)";
+    appendJson(patch, value);
+    patch += '}';
+  };
+  if (!base || base->is_null()) {
+    add(path, additions);
+    return;
+  }
+  switch (additions.kind) {
+  case Addition::Kind::kString:
+    if (!base->is_string() || stringOf(*base) != additions.text) {
+      add(path, additions);
+    }
+    return;
+  case Addition::Kind::kObject:
+    if (additions.children.empty()) {
+      return;
+    }
+    if (!base->is_object()) {
+      throw UnexpectedShape{path + " is not an object"};
+    }
+    for (const Addition& child : additions.children) {
+      JsonElement value;
+      writePatch(member(*base, child.key, value) ? std::optional<JsonElement>(value) : std::nullopt,
+                 child, childPath(path, child.key), patch);
+    }
+    return;
+  case Addition::Kind::kArray:
+    if (!base->is_array()) {
+      throw UnexpectedShape{path + " is not an array"};
+    }
+    for (const Addition& element : additions.children) {
+      add(path + "/-", element);
+    }
+    return;
+  }
+}
+
+// The memory volumes after the mutation: name, sizeLimit ("" when none).
+using ShmVolumes = std::vector<std::pair<std::string, std::string>>;
+
+// The name of the shm volume to mount: ours (a memory emptyDir) if the pod or this pass has it,
+// otherwise a name no volume uses, for which a volume is added to `spec_additions`.
+std::string ensureShmVolume(std::vector<std::string>& volume_names, ShmVolumes& shm_volumes,
+                            const std::string& size_limit, Addition& spec_additions) {
+  for (int suffix = 0;; ++suffix) {
+    std::string name =
+        suffix == 0 ? kShmVolumeName : std::string(kShmVolumeName) + "-" + std::to_string(suffix);
+    if (!listContains(volume_names, name)) {
+      volume_names.push_back(name);
+      shm_volumes.emplace_back(name, size_limit);
+      spec_additions.append(
+          "volumes",
+          Addition::object(
+              {{"name", Addition::string(name)},
+               {"emptyDir", Addition::object({{"medium", Addition::string("Memory")},
+                                              {"sizeLimit", Addition::string(size_limit)}})}}));
+      return name;
+    }
+    if (std::any_of(shm_volumes.begin(), shm_volumes.end(),
+                    [&name](const auto& v) { return v.first == name; })) {
+      return name;
+    }
+  }
+}
+
+// An RDMA container and what the mutation adds to it.
+struct RdmaContainer {
+  const char* list; // "initContainers" or "containers"
+  size_t index;
+  JsonElement pod_value;
+  bool shorthand_target;
+  std::string name;
+  Addition additions;
+  std::vector<PolicyEnvVar> added_env;
+  std::string shm_volume; // the volume mounted at /dev/shm by this pass, "" when none
+};
+
+// The value of the container's env var `name` after the mutation, nullopt when unset.
+std::optional<std::string_view> envValue(const RdmaContainer& c, std::string_view name) {
+  if (const std::optional<JsonElement> e = envEntry(c.pod_value, name)) {
+    return stringMember(*e, "value");
+  }
+  auto it = std::find_if(c.added_env.begin(), c.added_env.end(),
+                         [name](const PolicyEnvVar& v) { return v.name == name; });
+  return it == c.added_env.end() ? std::nullopt : std::optional<std::string_view>(it->value);
+}
+
+// The sizeLimit of the memory volume mounted at /dev/shm in the container, if any.
+std::optional<std::string> shmSizeLimit(const ShmVolumes& volumes, const RdmaContainer& c) {
+  std::vector<std::string_view> mounted;
+  for (JsonElement m : arrayMember(c.pod_value, "volumeMounts")) {
+    if (stringMember(m, "mountPath") == kShmPath) {
+      mounted.push_back(stringMember(m, "name"));
+    }
+  }
+  if (!c.shm_volume.empty()) {
+    mounted.push_back(c.shm_volume);
+  }
+  for (const std::string_view name : mounted) {
+    for (const auto& [volume, limit] : volumes) {
+      if (volume == name) {
+        return limit.empty() ? std::nullopt : std::optional<std::string>(limit);
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+void warnAbout(JsonElement spec, const ShmVolumes& volumes, const std::vector<RdmaContainer>& rdma,
+               const WebhookPolicy& policy, std::vector<std::string>& out) {
+  for (const RdmaContainer& c : rdma) {
+    const std::string name = inQuotes(c.name);
+    if (!policy.cdi && runsAsNonRoot(spec, c.pod_value)) {
+      out.push_back("container " + name +
+                    " runs as non-root: IPC_LOCK does not lift its memlock limit without CDI");
+    }
+    if (envValue(c, "NCCL_IB_DISABLE") == "1") {
+      out.push_back("container " + name + " sets NCCL_IB_DISABLE=1: NCCL will not use RDMA");
+    }
+    if (const std::optional<std::string_view> value = envValue(c, "NCCL_IB_HCA")) {
+      const std::string_view list = value->starts_with('^') ? value->substr(1) : *value;
+      if (!list.empty() && list.front() != '=') {
+        out.push_back("container " + name +
+                      ": NCCL_IB_HCA without '=' matches prefixes (mlx5_1 also picks mlx5_10..19)");
+      }
+    }
+  }
+  const std::optional<double> memory = podMemoryLimit(spec);
+  for (const RdmaContainer& c : rdma) {
+    std::optional<std::string> limit = shmSizeLimit(volumes, c);
+    Result<double> bytes = parseQuantity(limit.value_or(""));
+    if (memory && bytes.ok() && *bytes > *memory) {
+      out.push_back("/dev/shm sizeLimit " + *limit +
+                    " is above the pod's memory limit; tmpfs counts as pod memory");
+      break;
+    }
+  }
+}
+
+MutationResult mutate(JsonElement pod, const std::string& request_namespace,
                       const WebhookPolicy& policy, const PodRdmaClaims& claims) {
   MutationResult result;
-  const json* metadata = member(pod, "metadata");
-  const json* annotations_in = metadata ? member(*metadata, "annotations") : nullptr;
-  const json no_annotations = json::object();
-  const json& annotations_read = annotations_in ? *annotations_in : no_annotations;
+  JsonElement metadata;
+  JsonElement annotations_value;
+  const bool has_metadata = member(pod, "metadata", metadata);
+  const std::optional<JsonElement> annotations =
+      has_metadata && member(metadata, "annotations", annotations_value)
+          ? std::optional<JsonElement>(annotations_value)
+          : std::nullopt;
   const std::string ns = podNamespace(pod, request_namespace);
-  result.skipped = skipReason(annotations_read, ns, policy);
-  const json* spec_in = member(pod, "spec");
-  if (!result.skipped.empty() || spec_in == nullptr) {
+  result.skipped = skipReason(annotations, ns, policy);
+  JsonElement spec;
+  if (!result.skipped.empty() || !member(pod, "spec", spec)) {
     return result;
   }
-  Result<ShorthandTarget> shorthand =
-      resolveShorthandTarget(*spec_in, annotations_read, ns, policy);
+  Result<ShorthandTarget> shorthand = resolveShorthandTarget(spec, annotations, ns, policy);
   if (!shorthand.ok()) {
     result.skipped = "bad shorthand";
     result.warnings.push_back("pod left unchanged: " + shorthand.error().message);
     return result;
   }
 
-  // The RDMA containers by place, each with a copy to change: most pods have none.
-  struct Place {
-    const char* list;
-    size_t index;
-    bool shorthand_target;
-    json after;
-  };
-  std::vector<Place> places;
+  // The RDMA containers by place: most pods have none.
+  std::vector<RdmaContainer> rdma;
   for (const char* list : {"initContainers", "containers"}) {
-    const json* items = member(*spec_in, list);
-    for (size_t i = 0; items != nullptr && items->is_array() && i < items->size(); ++i) {
-      const json& c = (*items)[i];
-      const bool target = &c == shorthand->container;
+    size_t index = 0;
+    for (JsonElement c : arrayMember(spec, list)) {
+      const bool target = list == std::string_view("containers") && shorthand->container == index;
       if (target || rdmaResourceOf(c, policy) != nullptr || usesRdmaClaim(c, claims)) {
-        places.push_back({list, i, target, c});
+        rdma.push_back({list, index, c, target, std::string(stringMember(c, "name")), {}, {}, {}});
       }
+      ++index;
     }
   }
-  if (places.empty()) {
+  if (rdma.empty()) {
     return result;
   }
-
-  // The changes are made to copies of what may change (the metadata, the RDMA containers,
-  // spec.volumes), not of the whole pod, whose other members would be copied and compared for
-  // nothing.
-  json metadata_after = metadata != nullptr ? *metadata : json();
-  json& annotations = metadata_after["annotations"];
-  const json* volumes_in = member(*spec_in, "volumes");
-  json volumes = volumes_in != nullptr ? *volumes_in : json();
-  json record = json::object();
-  std::vector<json*> rdma;
-  for (Place& place : places) {
-    json& c = place.after;
-    rdma.push_back(&c);
-    if (place.shorthand_target) {
-      const std::string count = std::to_string(shorthand->request.count);
-      c["resources"]["limits"][shorthand->request.resource] = count;
-      c["resources"]["requests"][shorthand->request.resource] = count;
-      result.applied.insert("resources");
-      record["containers"][std::string(stringMember(c, "name"))].push_back("resources");
-    }
+  if (has_metadata && !metadata.is_null() && !metadata.is_object()) {
+    throw UnexpectedShape{"/metadata is not an object"};
   }
 
-  const NodePoolProfile* profile = pickProfile(*spec_in, policy);
-  const std::vector<PolicyEnvVar> env = envFor(*spec_in, profile, policy);
+  json record = {{"containers", json::object()}};
+  const NodePoolProfile* profile = pickProfile(spec, policy);
+  const std::vector<PolicyEnvVar> env = envFor(spec, profile, policy);
   const std::string size_limit =
       profile && profile->shm_size_limit ? *profile->shm_size_limit : policy.shm_size_limit;
-  for (json* c : rdma) {
-    const std::string name(stringMember(*c, "name"));
-    json& items = record["containers"][name];
-    const json* env_from = member(*c, "envFrom");
-    if (env_from != nullptr && env_from->is_array() && !env_from->empty() &&
+  ShmVolumes shm_volumes; // the pod's memory volumes, then the one this pass adds
+  std::vector<std::string> volume_names;
+  for (JsonElement v : arrayMember(spec, "volumes")) {
+    volume_names.emplace_back(stringMember(v, "name"));
+    if (std::optional<std::string_view> limit = shmVolumeSizeLimit(v)) {
+      shm_volumes.emplace_back(stringMember(v, "name"), *limit);
+    }
+  }
+  Addition spec_additions;
+  for (RdmaContainer& c : rdma) {
+    json items = json::array();
+    if (c.shorthand_target) {
+      const std::string count = std::to_string(shorthand->request.count);
+      for (const char* kind : kResourceLists) {
+        c.additions.at("resources").at(kind).set(shorthand->request.resource, count);
+      }
+      result.applied.insert("resources");
+      items.push_back("resources");
+    }
+    JsonElement env_from;
+    if (member(c.pod_value, "envFrom", env_from) && arrayOf(env_from).size() > 0 &&
         policy.env_from == EnvFromMode::kSkip) {
-      result.warnings.push_back("container " + inQuotes(name) +
+      result.warnings.push_back("container " + inQuotes(c.name) +
                                 " uses envFrom: policy env not added (envFrom: skip)");
     } else {
-      for (const std::string& added : addEnv(*c, env)) {
-        result.applied.insert("env");
-        items.push_back("env:" + added);
+      for (const PolicyEnvVar& var : env) {
+        if (!envEntry(c.pod_value, var.name)) {
+          c.additions.append("env", Addition::object({{"name", Addition::string(var.name)},
+                                                      {"value", Addition::string(var.value)}}));
+          c.added_env.push_back(var);
+          result.applied.insert("env");
+          items.push_back("env:" + var.name);
+        }
       }
     }
-    if (policy.ipc_lock && addIpcLock(*c)) {
+    if (policy.ipc_lock && !decidesIpcLock(c.pod_value)) {
+      c.additions.at("securityContext")
+          .at("capabilities")
+          .append("add", Addition::string("IPC_LOCK"));
       result.applied.insert("ipc-lock");
       items.push_back("ipc-lock");
     }
-    if (policy.shm && !mountsShm(*c)) {
-      const std::string volume = ensureShmVolume(volumes, size_limit);
-      arrayMember(*c, "volumeMounts").push_back({{"name", volume}, {"mountPath", kShmPath}});
+    if (policy.shm && !mountsShm(c.pod_value)) {
+      c.shm_volume = ensureShmVolume(volume_names, shm_volumes, size_limit, spec_additions);
+      c.additions.append("volumeMounts",
+                         Addition::object({{"name", Addition::string(c.shm_volume)},
+                                           {"mountPath", Addition::string(kShmPath)}}));
       result.applied.insert("shm");
       items.push_back("shm");
-      record["volume"] = volume;
+      record["volume"] = c.shm_volume;
     }
-    if (items.empty()) {
-      record["containers"].erase(name);
+    if (!items.empty()) {
+      record["containers"][c.name] = std::move(items);
     }
   }
+  Addition metadata_additions;
   for (const auto& [key, value] : policy.annotations) {
-    if (!annotations_read.contains(key)) {
-      annotations[key] = value;
+    if (!annotations || !hasMember(*annotations, key)) {
+      metadata_additions.at("annotations").set(key, value);
       result.applied.insert("annotations");
       record["annotations"].push_back(key);
     }
   }
-  warnAbout(*spec_in, volumes, rdma, policy, result.warnings);
+  warnAbout(spec, shm_volumes, rdma, policy, result.warnings);
   if (result.applied.empty()) {
     return result; // everything was there already: no patch, not even the record
   }
   if (profile != nullptr) {
     record["profile"] = profile->name;
   }
-  annotations[kInjectedAnnotation] =
-      mergeRecord(member(annotations_read, kInjectedAnnotation), std::move(record)).dump();
+  JsonElement previous;
+  const bool has_previous = annotations && member(*annotations, kInjectedAnnotation, previous);
+  metadata_additions.at("annotations")
+      .set(kInjectedAnnotation,
+           mergeRecord(has_previous ? std::optional<JsonElement>(previous) : std::nullopt,
+                       std::move(record))
+               .dump());
 
-  // The patch: what each copy gained, at the paths of the pod as sent.
-  PatchWriter patch(result.patch);
-  if (metadata == nullptr) {
-    patch.change(nullptr, &metadata_after, "/metadata");
-  } else {
-    for (const auto& [key, value] : policy.annotations) {
-      patch.walk(*metadata, metadata_after, "/metadata", {"annotations", key});
-    }
-    patch.walk(*metadata, metadata_after, "/metadata", {"annotations", kInjectedAnnotation});
+  // The patch: what each member gained, at the paths of the pod as sent.
+  writePatch(has_metadata ? std::optional<JsonElement>(metadata) : std::nullopt, metadata_additions,
+             "/metadata", result.patch);
+  for (const RdmaContainer& c : rdma) {
+    writePatch(c.pod_value, c.additions,
+               "/spec/" + std::string(c.list) + "/" + std::to_string(c.index), result.patch);
   }
-  for (const Place& place : places) {
-    const json& before = (*spec_in)[place.list][place.index];
-    const std::string path = "/spec/" + std::string(place.list) + "/" + std::to_string(place.index);
-    if (place.shorthand_target) {
-      for (const char* kind : {"limits", "requests"}) {
-        patch.walk(before, place.after, path, {"resources", kind, shorthand->request.resource});
-      }
-    }
-    patch.walk(before, place.after, path, {"env"});
-    patch.walk(before, place.after, path, {"securityContext", "capabilities", "add"});
-    patch.walk(before, place.after, path, {"volumeMounts"});
-  }
-  patch.change(volumes_in, &volumes, "/spec/volumes");
+  writePatch(spec, spec_additions, "/spec", result.patch);
+  result.patch += ']';
   return result;
 }
 
 } // namespace
 
-std::string podSkipReason(const json& pod, const std::string& request_namespace,
+std::string podSkipReason(JsonElement pod, const std::string& request_namespace,
                           const WebhookPolicy& policy) {
-  const json* metadata = member(pod, "metadata");
-  const json* annotations = metadata != nullptr ? member(*metadata, "annotations") : nullptr;
-  return skipReason(annotations != nullptr ? *annotations : json::object(),
+  JsonElement metadata;
+  JsonElement annotations;
+  const bool has_annotations =
+      member(pod, "metadata", metadata) && member(metadata, "annotations", annotations);
+  return skipReason(has_annotations ? std::optional<JsonElement>(annotations) : std::nullopt,
                     podNamespace(pod, request_namespace), policy);
 }
 
-MutationResult mutatePod(const json& pod, const std::string& request_namespace,
+MutationResult mutatePod(JsonElement pod, const std::string& request_namespace,
                          const WebhookPolicy& policy, const PodRdmaClaims& claims) {
   try {
     return mutate(pod, request_namespace, policy, claims);
-  } catch (const json::exception& e) {
+  } catch (const UnexpectedShape& e) {
     // A pod the API server decoded always has the shapes read above; anything else is left alone.
     MutationResult result;
     result.skipped = "malformed pod";
-    result.warnings.push_back(std::string("pod left unchanged: unexpected shape: ") + e.what());
+    result.warnings.push_back("pod left unchanged: unexpected shape: " + e.what);
     return result;
   }
 }

@@ -4,10 +4,9 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "common/webhook_policy.h"
 #include "webhook/dra_claims.h"
+#include "webhook/pod_fields.h"
 
 // The pure core of rdma-webhook: a pod and the policy in, an RFC 6902 patch and warnings out.
 // No I/O, no clock, no globals; the same input always gives the same output.
@@ -23,8 +22,8 @@ inline constexpr const char* kMirrorAnnotation = "kubernetes.io/config.mirror";
 inline constexpr const char* kShmVolumeName = "kube-rdma-shm";
 
 struct MutationResult {
-  // RFC 6902 operations; an empty array when the pod is left as it is.
-  nlohmann::json patch = nlohmann::json::array();
+  // RFC 6902 operations as JSON text; "" when the pod is left as it is.
+  std::string patch;
   std::vector<std::string> warnings;
   // Kinds of change made: "resources", "ipc-lock", "shm", "env", "annotations".
   std::set<std::string> applied;
@@ -35,15 +34,15 @@ struct MutationResult {
 
 // Why `policy` leaves `pod` alone whatever it asks for (mirror pod, opted out, namespace); "" when
 // it does not.
-std::string podSkipReason(const nlohmann::json& pod, const std::string& request_namespace,
+std::string podSkipReason(JsonElement pod, const std::string& request_namespace,
                           const WebhookPolicy& policy);
 
-// Applies `policy` to `pod` (the AdmissionReview's request.object). `request_namespace` is used
-// when the pod's metadata has no namespace (controllers create pods without one). A container is
-// an RDMA container when it asks for one of the policy's resources or uses an RDMA request of
-// `claims` (the pod's claims, read by the caller). Never throws: a pod of an unexpected shape is
-// left unchanged with a warning.
-MutationResult mutatePod(const nlohmann::json& pod, const std::string& request_namespace,
+// Applies `policy` to `pod` (the AdmissionReview's request.object, read where it was parsed).
+// `request_namespace` is used when the pod's metadata has no namespace (controllers create pods
+// without one). A container is an RDMA container when it asks for one of the policy's resources or
+// uses an RDMA request of `claims` (the pod's claims, read by the caller). Never throws: a pod of
+// an unexpected shape is left unchanged with a warning.
+MutationResult mutatePod(JsonElement pod, const std::string& request_namespace,
                          const WebhookPolicy& policy, const PodRdmaClaims& claims = {});
 
 } // namespace kube_rdma

@@ -3,32 +3,68 @@
 #include <string>
 #include <string_view>
 
-#include <nlohmann/json.hpp>
+#include <simdjson.h>
 
-// Reading members of a pod (or another API object) that may be absent or of another shape.
+// Reading members of a pod as the webhook parsed it (simdjson's DOM, never copied) that may be
+// absent or of another shape.
 namespace kube_rdma {
 
-// The member `key` of `object`; nullptr when `object` is not an object or lacks it.
-inline const nlohmann::json* member(const nlohmann::json& object, std::string_view key) {
-  if (!object.is_object()) {
-    return nullptr;
-  }
-  auto it = object.find(key);
-  return it == object.end() ? nullptr : &*it;
+using JsonElement = simdjson::dom::element;
+
+// The member `key` of `object`; false when `object` is not an object or lacks it.
+inline bool member(JsonElement object, std::string_view key, JsonElement& out) {
+  simdjson::dom::object fields;
+  return object.get(fields) == simdjson::SUCCESS &&
+         fields.at_key(key).get(out) == simdjson::SUCCESS;
 }
 
-// A view into `object`; "" when the member is absent or not a string.
-inline std::string_view stringMember(const nlohmann::json& object, std::string_view key) {
-  const nlohmann::json* value = member(object, key);
-  return value != nullptr && value->is_string()
-             ? std::string_view(value->get_ref<const std::string&>())
-             : std::string_view();
+// Whether `object` has the member `key` (of any value, null too).
+inline bool hasMember(JsonElement object, std::string_view key) {
+  JsonElement ignored;
+  return member(object, key, ignored);
+}
+
+// A present member that is not null: what a pod's optional member holds when it is set.
+inline bool setMember(JsonElement object, std::string_view key, JsonElement& out) {
+  return member(object, key, out) && !out.is_null();
+}
+
+// A view into the parse; "" when `value` is not a string.
+inline std::string_view stringOf(JsonElement value) {
+  std::string_view text;
+  return value.get(text) == simdjson::SUCCESS ? text : std::string_view();
+}
+
+// "" when the member is absent or not a string.
+inline std::string_view stringMember(JsonElement object, std::string_view key) {
+  JsonElement value;
+  return member(object, key, value) ? stringOf(value) : std::string_view();
+}
+
+// An empty array to iterate where a member is absent or not an array (a default simdjson array has
+// no document to iterate).
+inline simdjson::dom::array noElements() {
+  static simdjson::dom::parser parser;
+  static const simdjson::dom::array empty = parser.parse("[]", 2).get_array().value();
+  return empty;
+}
+
+// The elements of `value` when it is an array, none otherwise.
+inline simdjson::dom::array arrayOf(JsonElement value) {
+  simdjson::dom::array items;
+  return value.get(items) == simdjson::SUCCESS ? items : noElements();
+}
+
+inline simdjson::dom::array arrayMember(JsonElement object, std::string_view key) {
+  JsonElement value;
+  return member(object, key, value) ? arrayOf(value) : noElements();
 }
 
 // The pod's namespace: its metadata's, else the request's (controllers create pods without one).
-inline std::string podNamespace(const nlohmann::json& pod, const std::string& request_namespace) {
-  const nlohmann::json* metadata = member(pod, "metadata");
-  const std::string_view ns = metadata != nullptr ? stringMember(*metadata, "namespace") : "";
+inline std::string podNamespace(JsonElement pod, const std::string& request_namespace) {
+  JsonElement metadata;
+  const std::string_view ns =
+      member(pod, "metadata", metadata) ? stringMember(metadata, "namespace") : std::string_view();
   return ns.empty() ? request_namespace : std::string(ns);
 }
 

@@ -48,6 +48,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     FUZZ_CHECK(false, "the patch applies to the pod it came from");
   }
   const std::string ns = request.value("namespace", "");
-  FUZZ_CHECK(mutatePod(patched, ns, policy).patch.empty(), "a second pass is empty");
+  FUZZ_CHECK(test_support::mutateJsonPod(patched, ns, policy).patch.empty(),
+             "a second pass is empty");
   return 0;
 }

@@ -7,7 +7,12 @@
 
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
+#include <simdjson.h>
 #include <string>
+#include <vector>
+
+#include "webhook/mutator.h"
 
 namespace kube_rdma::test_support {
 
@@ -42,6 +47,36 @@ inline std::optional<std::string> decodeBase64(const std::string& text) {
   }
   out.resize(size);
   return out;
+}
+
+// A JSON value as the webhook reads it (simdjson's DOM), valid while this object lives.
+class ParsedJson {
+public:
+  explicit ParsedJson(const nlohmann::json& value)
+      : text_(value.dump()), root_(parser_.parse(text_).value()) {}
+  ParsedJson(const ParsedJson&) = delete;
+  ParsedJson& operator=(const ParsedJson&) = delete;
+  simdjson::dom::element root() const { return root_; }
+
+private:
+  std::string text_;
+  simdjson::dom::parser parser_;
+  simdjson::dom::element root_;
+};
+
+// mutatePod of a pod given as nlohmann-json, with the patch parsed back (an empty array when none).
+struct JsonMutation {
+  nlohmann::json patch;
+  std::vector<std::string> warnings;
+  std::set<std::string> applied;
+  std::string skipped;
+};
+inline JsonMutation mutateJsonPod(const nlohmann::json& pod, const std::string& ns,
+                                  const WebhookPolicy& policy, const PodRdmaClaims& claims = {}) {
+  const ParsedJson parsed(pod);
+  MutationResult result = mutatePod(parsed.root(), ns, policy, claims);
+  return {result.patch.empty() ? nlohmann::json::array() : nlohmann::json::parse(result.patch),
+          std::move(result.warnings), std::move(result.applied), std::move(result.skipped)};
 }
 
 } // namespace kube_rdma::test_support

@@ -85,18 +85,21 @@ TEST(DraClaims, RequestsOfTheRdmaClassesAreRdmaRequests) {
 TEST(DraClaims, PodClaimSourcesNameAClaimOrATemplate) {
   json pod = readJson("trainer.pod.json");
   pod["spec"]["resourceClaims"].push_back({{"name", "neither"}});
-  const std::vector<PodClaimSource> sources = podClaimSources(pod);
+  const std::vector<PodClaimSource> sources = podClaimSources(test_support::ParsedJson(pod).root());
   ASSERT_EQ(sources.size(), 2u);
   EXPECT_EQ(sources[0].name, "gpu-nic");
   EXPECT_EQ(sources[0].template_name, "gpu-and-nic");
   EXPECT_EQ(sources[1].claim_name, "shared-nics");
-  EXPECT_TRUE(podClaimSources(json::parse(R"({"spec": {"resourceClaims": {}}})")).empty());
+  EXPECT_TRUE(
+      podClaimSources(
+          test_support::ParsedJson(json::parse(R"({"spec": {"resourceClaims": {}}})")).root())
+          .empty());
 }
 
 TEST(DraClaims, AContainerUsesAnRdmaRequestWholeOrByName) {
   const PodRdmaClaims claims = {{"gpu-nic", {"nic"}}, {"nics", {"nics"}}, {"gpus", {}}};
   const auto uses = [&claims](const char* container) {
-    return usesRdmaClaim(json::parse(container), claims);
+    return usesRdmaClaim(test_support::ParsedJson(json::parse(container)).root(), claims);
   };
   EXPECT_TRUE(uses(R"({"resources": {"claims": [{"name": "gpu-nic"}]}})"));
   EXPECT_TRUE(uses(R"({"resources": {"claims": [{"name": "gpu-nic", "request": "nic"}]}})"));

@@ -82,7 +82,7 @@ TEST_P(MutatorGolden, PatchAppliesMatchesExpectedAndIsIdempotent) {
   const json pod = readJson(kPods / (name + ".json"));
   const WebhookPolicy policy = policyFor(name);
 
-  MutationResult result = mutatePod(pod, "training", policy);
+  test_support::JsonMutation result = test_support::mutateJsonPod(pod, "training", policy);
   expectOpsTargetExistingPaths(pod, result.patch);
   json patched;
   ASSERT_NO_THROW(patched = pod.patch(result.patch)) << result.patch.dump(2);
@@ -101,7 +101,7 @@ TEST_P(MutatorGolden, PatchAppliesMatchesExpectedAndIsIdempotent) {
   // Field by field: the diff names every path that differs.
   EXPECT_EQ(json::diff(expected, got), json::array()) << "differences from " << expected_path;
 
-  MutationResult second = mutatePod(patched, "training", policy);
+  test_support::JsonMutation second = test_support::mutateJsonPod(patched, "training", policy);
   EXPECT_EQ(second.patch, json::array()) << "second pass changed the pod: " << second.patch.dump();
   EXPECT_TRUE(second.applied.empty());
 

@@ -5,6 +5,7 @@
 
 #include <random>
 
+#include "test/webhook/admission_test_support.h"
 #include "webhook/mutator.h"
 
 namespace kube_rdma {
@@ -259,7 +260,7 @@ TEST(MutatorProperty, HoldsForThousandsOfGeneratedPods) {
     const WebhookPolicy& policy = all_policies[static_cast<size_t>(i) % all_policies.size()];
     const json pod = generator.pod();
     SCOPED_TRACE("pod " + std::to_string(i) + ": " + pod.dump());
-    const MutationResult result = mutatePod(pod, "training", policy);
+    const test_support::JsonMutation result = test_support::mutateJsonPod(pod, "training", policy);
 
     for (const json& op : result.patch) {
       ASSERT_TRUE(op["op"] == "add" || op["op"] == "replace") << op.dump();
@@ -275,7 +276,8 @@ TEST(MutatorProperty, HoldsForThousandsOfGeneratedPods) {
     }
     mutated += result.patch.empty() ? 0 : 1;
 
-    const MutationResult second = mutatePod(patched, "training", policy);
+    const test_support::JsonMutation second =
+        test_support::mutateJsonPod(patched, "training", policy);
     ASSERT_EQ(second.patch, json::array()) << "second pass: " << second.patch.dump();
 
     const std::vector<json> before = allContainers(pod);

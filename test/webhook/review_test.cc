@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "test/webhook/admission_test_support.h"
 #include "webhook/admission_codec.h"
 #include "webhook/mutator.h"
 #include "webhook/review.h"
@@ -190,9 +191,9 @@ TEST(Codec, WarningsAreCutTo120CharactersOnACharacterBoundary) {
 TEST(Codec, PatchIsBase64OfTheOperations) {
   AdmissionResponse response;
   response.uid = "u";
-  response.patch = json::array({{{"op", "add"}, {"path", "/a~1b"}, {"value", 1}}});
+  response.patch = R"([{"op":"add","path":"/a~1b","value":1}])";
   const json reply = json::parse(encodeAdmissionReview(ReviewVersion::kV1, response));
-  EXPECT_EQ(json::parse(unbase64(reply["response"]["patch"])), response.patch);
+  EXPECT_EQ(unbase64(reply["response"]["patch"]), response.patch);
 }
 
 } // namespace
@@ -249,8 +250,8 @@ TEST(RecordedReviews, LargeUnreadMembersDoNotChangeThePatch) {
     c["command"] = json::array({"bash", "-c", std::string(size_t{64} * 1024, 'x')});
     c["args"] = json::array({"--[not]{json}", "\"quoted\""});
   }
-  const MutationResult expected =
-      mutatePod(pod, request["request"]["namespace"], defaultWebhookPolicy());
+  const test_support::JsonMutation expected =
+      test_support::mutateJsonPod(pod, request["request"]["namespace"], defaultWebhookPolicy());
   ASSERT_FALSE(expected.patch.empty());
 
   ReviewOutcome outcome = reviewAdmission(request.dump(), defaultWebhookPolicy());
