@@ -24,11 +24,6 @@ inline bool hasMember(JsonElement object, std::string_view key) {
   return member(object, key, ignored);
 }
 
-// A present member that is not null: what a pod's optional member holds when it is set.
-inline bool setMember(JsonElement object, std::string_view key, JsonElement& out) {
-  return member(object, key, out) && !out.is_null();
-}
-
 // A view into the parse; "" when `value` is not a string.
 inline std::string_view stringOf(JsonElement value) {
   std::string_view text;
