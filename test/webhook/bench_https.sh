@@ -14,7 +14,6 @@
 #
 #   test/webhook/bench_https.sh [BUILD_DIR]
 #   ROUNDS=5 SECONDS_PER_RUN=10 ROWS="c64 c256" WEBHOOK=/tmp/old/rdma-webhook test/webhook/bench_https.sh
-# The webhook runs with the GLIBC_TUNABLES of its Deployment, as in a cluster.
 set -euo pipefail
 shopt -s inherit_errexit
 
@@ -25,8 +24,6 @@ rounds=${ROUNDS:-3}
 seconds=${SECONDS_PER_RUN:-8}
 rows=${ROWS:-c8 c64 c256 c32-2000 closed-c32 reconnect}
 max_connections=1024 # the webhook's default --max-connections
-tunables=$(awk '/name: GLIBC_TUNABLES/ { getline; print $2 }' \
-  "$src/manifests/base/webhook/deployment.yaml")
 work=$(mktemp -d /tmp/kube-rdma-bench-https.XXXXXX)
 pids=()
 cleanup() {
@@ -63,7 +60,7 @@ review_on() {
   return 1
 }
 
-GLIBC_TUNABLES=$tunables "$webhook" --tls-cert-file "$work/tls.crt" \
+"$webhook" --tls-cert-file "$work/tls.crt" \
   --tls-private-key-file "$work/tls.key" --listen-address 127.0.0.1:18643 \
   --max-connections "$max_connections" 2>"$work/webhook.log" &
 pids+=($!)
