@@ -12,6 +12,9 @@
 # rounds alternate the servers; the table gives medians, and webhook/bare is the median of the
 # rounds' ratios. VmHWM is the webhook's and the bare server's peak RSS during the c256 row.
 #
+# With BARE_TWICE=1 a second bare server runs as one more column, bare2: the ratio bare2/bare is
+# what the method gives for two identical servers (its noise), measured in the same rounds.
+#
 #   test/webhook/bench_https.sh [BUILD_DIR]
 #   ROUNDS=5 SECONDS_PER_RUN=10 ROWS="c64 c256" WEBHOOK=/tmp/old/rdma-webhook test/webhook/bench_https.sh
 set -euo pipefail
@@ -73,6 +76,14 @@ grep -q '"patchType":"JSONPatch"' "$work/reply.json"
 pids+=($!)
 bare_pid=$!
 review_on 18644 "$work/reply.bare.json"
+servers="webhook:18643 bare:18644 nginx:18645"
+if [[ ${BARE_TWICE:-0} == 1 ]]; then
+  "$build/test/webhook/bare_httplib_server" "$work/tls.crt" "$work/tls.key" 18646 \
+    "$work/reply.json" "$max_connections" 2>"$work/bare2.log" &
+  pids+=($!)
+  review_on 18646 "$work/reply.bare2.json"
+  servers+=" bare2:18646"
+fi
 
 mkdir -p "$work/nginx"
 cat >"$work/nginx.conf" <<NGINX
@@ -140,7 +151,7 @@ for round in $(seq "$rounds"); do
       echo 5 >"/proc/$webhook_pid/clear_refs"
       echo 5 >"/proc/$bare_pid/clear_refs"
     fi
-    for server in webhook:18643 bare:18644 nginx:18645; do
+    for server in $servers; do
       figures=$(load "${server#*:}" "$row")
       echo "$round ${server%:*} $row $figures" | tee -a "$work/runs" >&2
     done
@@ -158,17 +169,21 @@ for line in open(sys.argv[1]):
     f = line.split()
     runs[(f[1], f[2])][f[0]] = [float(x) for x in f[3:]]
 med = lambda key, i: statistics.median(r[i] for r in runs[key].values())
-ratio = lambda row, i: statistics.median(
-    r[i] / runs[("bare", row)][n][i] for n, r in runs[("webhook", row)].items())
+ratio = lambda row, i, server="webhook": statistics.median(
+    r[i] / runs[("bare", row)][n][i] for n, r in runs[(server, row)].items())
 print("| row | webhook p50 / p99 ms | bare p50 / p99 ms | nginx p50 / p99 ms "
       "| webhook/bare p50 / p99 | reviews/s webhook / bare / nginx | errors |")
 print("|---|---|---|---|---|---|---|")
 for row in sys.argv[2].split():
     cells = ["%.2f / %.2f" % (med((s, row), 1), med((s, row), 2)) for s in ("webhook", "bare", "nginx")]
     rates = " / ".join("%.0f" % med((s, row), 0) for s in ("webhook", "bare", "nginx"))
-    errors = sum(int(r[3]) for s in ("webhook", "bare", "nginx") for r in runs[(s, row)].values())
+    errors = sum(int(r[3]) for (s, rw), rr in runs.items() if rw == row for r in rr.values())
     print("| %s | %s | %.2f / %.2f | %s | %d |" % (
         row, " | ".join(cells), ratio(row, 1), ratio(row, 2), rates, errors))
+if any(key[0] == "bare2" for key in runs):
+    print("\nbare2/bare p50 / p99 (two identical servers): " + ", ".join(
+        "%s %.2f / %.2f" % (row, ratio(row, 1, "bare2"), ratio(row, 2, "bare2"))
+        for row in sys.argv[2].split()))
 if ("webhook", "hwm") in runs:
     print("\nVmHWM during c256 (KiB, largest of the rounds): webhook %d, bare %d" % (
         max(r[0] for r in runs[("webhook", "hwm")].values()),
