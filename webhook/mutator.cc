@@ -6,16 +6,12 @@
 #include <string_view>
 #include <utility>
 
-#include <nlohmann/json.hpp>
-
 #include "common/shorthand.h"
 #include "common/strings.h"
 #include "webhook/pod_fields.h"
 
 namespace kube_rdma {
 namespace {
-
-using nlohmann::json;
 
 constexpr const char* kShmPath = "/dev/shm";
 constexpr const char* kSocketIfname = "NCCL_SOCKET_IFNAME";
@@ -300,31 +296,6 @@ bool runsAsNonRoot(JsonElement spec, JsonElement container) {
   return non_root && non_root->get(yes) == simdjson::SUCCESS && yes;
 }
 
-// Merges this pass's record into the one a previous pass wrote, so nothing recorded is lost.
-json mergeRecord(std::optional<JsonElement> previous, json record) {
-  if (!previous || !previous->is_string()) {
-    return record;
-  }
-  json old = json::parse(stringOf(*previous), nullptr, false);
-  if (!old.is_object() || !old.contains("containers") || !old["containers"].is_object()) {
-    return record;
-  }
-  for (auto& [name, items] : old["containers"].items()) {
-    json& merged = record["containers"][name];
-    for (const json& item : items) {
-      if (std::find(merged.begin(), merged.end(), item) == merged.end()) {
-        merged.push_back(item);
-      }
-    }
-  }
-  for (const char* key : {"profile", "volume"}) {
-    if (!record.contains(key) && old.contains(key)) {
-      record[key] = old[key];
-    }
-  }
-  return record;
-}
-
 // What the mutator adds below one member of the pod: a string, members of an object, or elements
 // appended to an array, in the order added.
 struct Addition {
@@ -337,6 +308,10 @@ struct Addition {
   static Addition string(std::string value) { return {Kind::kString, "", std::move(value), {}}; }
   static Addition object(std::initializer_list<std::pair<const char*, Addition>> members);
 
+  bool has(std::string_view name) const {
+    return std::any_of(children.begin(), children.end(),
+                       [name](const Addition& c) { return c.key == name; });
+  }
   // The member `name`, created empty (of kind `created`) on first use.
   Addition& at(std::string_view name, Kind created = Kind::kObject) {
     auto it = std::find_if(children.begin(), children.end(),
@@ -411,6 +386,36 @@ void appendJson(std::string& out, const Addition& value) {
     }
     out += ']';
     return;
+  }
+}
+
+// Adds to this pass's kube-rdma.io/injected record what the previous pass's record holds and this
+// one lacks, so nothing recorded is lost. The webhook records strings only; a previous record of
+// another shape is replaced.
+void mergeRecord(std::string_view previous, Addition& record) {
+  simdjson::dom::parser parser;
+  JsonElement old;
+  JsonElement containers;
+  simdjson::dom::object names;
+  if (previous.empty() ||
+      parser.parse(previous.data(), previous.size()).get(old) != simdjson::SUCCESS ||
+      !member(old, "containers", containers) || containers.get(names) != simdjson::SUCCESS) {
+    return;
+  }
+  for (const auto field : names) {
+    Addition& merged = record.at("containers").at(field.key, Addition::Kind::kArray);
+    for (JsonElement item : arrayOf(field.value)) {
+      if (item.is_string() &&
+          !std::any_of(merged.children.begin(), merged.children.end(),
+                       [&](const Addition& a) { return a.text == stringOf(item); })) {
+        merged.children.push_back(Addition::string(std::string(stringOf(item))));
+      }
+    }
+  }
+  for (const char* key : {"profile", "volume"}) {
+    if (!record.has(key) && !stringMember(old, key).empty()) {
+      record.set(key, std::string(stringMember(old, key)));
+    }
   }
 }
 
@@ -615,7 +620,8 @@ MutationResult mutate(JsonElement pod, const std::string& request_namespace,
     throw UnexpectedShape{"/metadata is not an object"};
   }
 
-  json record = {{"containers", json::object()}};
+  Addition record; // the kube-rdma.io/injected annotation
+  record.at("containers");
   const NodePoolProfile* profile = pickProfile(spec, policy);
   const std::vector<PolicyEnvVar> env = envFor(spec, profile, policy);
   const std::string size_limit =
@@ -630,14 +636,16 @@ MutationResult mutate(JsonElement pod, const std::string& request_namespace,
   }
   Addition spec_additions;
   for (RdmaContainer& c : rdma) {
-    json items = json::array();
+    const auto note = [&record, &c](std::string item) {
+      record.at("containers").append(c.name, Addition::string(std::move(item)));
+    };
     if (c.shorthand_target) {
       const std::string count = std::to_string(shorthand->request.count);
       for (const char* kind : kResourceLists) {
         c.additions.at("resources").at(kind).set(shorthand->request.resource, count);
       }
       result.applied.insert("resources");
-      items.push_back("resources");
+      note("resources");
     }
     JsonElement env_from;
     if (member(c.pod_value, "envFrom", env_from) && arrayOf(env_from).size() > 0 &&
@@ -651,7 +659,7 @@ MutationResult mutate(JsonElement pod, const std::string& request_namespace,
                                                       {"value", Addition::string(var.value)}}));
           c.added_env.push_back(var);
           result.applied.insert("env");
-          items.push_back("env:" + var.name);
+          note("env:" + var.name);
         }
       }
     }
@@ -660,7 +668,7 @@ MutationResult mutate(JsonElement pod, const std::string& request_namespace,
           .at("capabilities")
           .append("add", Addition::string("IPC_LOCK"));
       result.applied.insert("ipc-lock");
-      items.push_back("ipc-lock");
+      note("ipc-lock");
     }
     if (policy.shm && !mountsShm(c.pod_value)) {
       c.shm_volume = ensureShmVolume(volume_names, shm_volumes, size_limit, spec_additions);
@@ -668,11 +676,8 @@ MutationResult mutate(JsonElement pod, const std::string& request_namespace,
                          Addition::object({{"name", Addition::string(c.shm_volume)},
                                            {"mountPath", Addition::string(kShmPath)}}));
       result.applied.insert("shm");
-      items.push_back("shm");
-      record["volume"] = c.shm_volume;
-    }
-    if (!items.empty()) {
-      record["containers"][c.name] = std::move(items);
+      note("shm");
+      record.set("volume", c.shm_volume);
     }
   }
   Addition metadata_additions;
@@ -680,7 +685,7 @@ MutationResult mutate(JsonElement pod, const std::string& request_namespace,
     if (!annotations || !hasMember(*annotations, key)) {
       metadata_additions.at("annotations").set(key, value);
       result.applied.insert("annotations");
-      record["annotations"].push_back(key);
+      record.append("annotations", Addition::string(key));
     }
   }
   warnAbout(spec, shm_volumes, rdma, policy, result.warnings);
@@ -688,15 +693,14 @@ MutationResult mutate(JsonElement pod, const std::string& request_namespace,
     return result; // everything was there already: no patch, not even the record
   }
   if (profile != nullptr) {
-    record["profile"] = profile->name;
+    record.set("profile", profile->name);
   }
   JsonElement previous;
   const bool has_previous = annotations && member(*annotations, kInjectedAnnotation, previous);
-  metadata_additions.at("annotations")
-      .set(kInjectedAnnotation,
-           mergeRecord(has_previous ? std::optional<JsonElement>(previous) : std::nullopt,
-                       std::move(record))
-               .dump());
+  mergeRecord(has_previous ? stringOf(previous) : "", record);
+  std::string record_text;
+  appendJson(record_text, record);
+  metadata_additions.at("annotations").set(kInjectedAnnotation, std::move(record_text));
 
   // The patch: what each member gained, at the paths of the pod as sent.
   writePatch(has_metadata ? std::optional<JsonElement>(metadata) : std::nullopt, metadata_additions,
