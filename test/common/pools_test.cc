@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <tuple>
 
 #include "common/sysfs_discovery.h"
 
@@ -173,21 +174,28 @@ TEST(ExplainPools, SaysWhyEachPortIsNotInAPoolAndKeepsBuildPoolsResult) {
   for (size_t i = 0; i < pools.size(); ++i) {
     EXPECT_EQ(explained[i].pool, pools[i]);
   }
-  EXPECT_EQ(explained[0].left_out,
-            (std::vector<LeftOutPort>{{{"mlx5_0", 1}, PoolRule::kManagement, ""},
-                                      {{"mlx5_1", 1}, PoolRule::kDeviceIds, ""},
-                                      {{"mlx5_1", 2}, PoolRule::kDeviceIds, ""},
-                                      {{"mlx5_2", 1}, PoolRule::kDeviceIds, ""}}));
-  EXPECT_EQ(explained[1].left_out,
-            (std::vector<LeftOutPort>{{{"mlx5_0", 1}, PoolRule::kManagement, ""},
-                                      {{"mlx5_3", 1}, PoolRule::kEarlierPool, "rdma/vf"}}));
+  // Rows of (device, port, rule, taken_by); LeftOutPort braces inline trip GCC 12's
+  // -Wmaybe-uninitialized at -O3.
+  const auto left_out =
+      [](std::initializer_list<std::tuple<const char*, int, PoolRule, const char*>> rows) {
+        std::vector<LeftOutPort> out;
+        for (const auto& [device, port, rule, taken_by] : rows) {
+          out.push_back({{device, static_cast<uint32_t>(port)}, rule, taken_by});
+        }
+        return out;
+      };
+  EXPECT_EQ(explained[0].left_out, left_out({{"mlx5_0", 1, PoolRule::kManagement, ""},
+                                             {"mlx5_1", 1, PoolRule::kDeviceIds, ""},
+                                             {"mlx5_1", 2, PoolRule::kDeviceIds, ""},
+                                             {"mlx5_2", 1, PoolRule::kDeviceIds, ""}}));
+  EXPECT_EQ(explained[1].left_out, left_out({{"mlx5_0", 1, PoolRule::kManagement, ""},
+                                             {"mlx5_3", 1, PoolRule::kEarlierPool, "rdma/vf"}}));
   // rdma/never: the IB port by its link layer, the VF as a VF, the rest taken by rdma/any.
-  EXPECT_EQ(explained[2].left_out,
-            (std::vector<LeftOutPort>{{{"mlx5_0", 1}, PoolRule::kManagement, ""},
-                                      {{"mlx5_1", 1}, PoolRule::kLinkLayer, ""},
-                                      {{"mlx5_1", 2}, PoolRule::kEarlierPool, "rdma/any"},
-                                      {{"mlx5_2", 1}, PoolRule::kEarlierPool, "rdma/any"},
-                                      {{"mlx5_3", 1}, PoolRule::kVf, ""}}));
+  EXPECT_EQ(explained[2].left_out, left_out({{"mlx5_0", 1, PoolRule::kManagement, ""},
+                                             {"mlx5_1", 1, PoolRule::kLinkLayer, ""},
+                                             {"mlx5_1", 2, PoolRule::kEarlierPool, "rdma/any"},
+                                             {"mlx5_2", 1, PoolRule::kEarlierPool, "rdma/any"},
+                                             {"mlx5_3", 1, PoolRule::kVf, ""}}));
 }
 
 NodePool sharedPool(const NodeTopology& t, const PluginConfig& config = defaultPluginConfig()) {
