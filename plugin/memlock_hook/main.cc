@@ -3,6 +3,7 @@
 // not, may register RDMA memory (docs/memlock.md).
 //
 //   kube-rdma-memlock-hook [--memlock=unlimited|off|BYTES] [--log-file=PATH] < OCI-state-JSON
+//   kube-rdma-memlock-hook --help | --version
 //
 // It never stops a container from starting: whatever happens it exits 0. The runtime drops a
 // successful hook's stderr, so each run also appends one line to the log file.
@@ -32,10 +33,19 @@ constexpr size_t kMaxStateBytes = 1 << 20; // a runtime's state is a few KiB
 constexpr off_t kMaxLogBytes = 1 << 20;    // then the log moves to PATH.1, replacing it
 constexpr auto kStdinTimeout = std::chrono::seconds(2);
 
+constexpr const char* kUsage =
+    "kube-rdma-memlock-hook: the OCI hook (createRuntime) that raises a container's "
+    "RLIMIT_MEMLOCK\n"
+    "Usage: kube-rdma-memlock-hook [OPTIONS] < OCI-state-JSON\n"
+    "  --memlock=unlimited|off|BYTES  the limit to raise to (default unlimited)\n"
+    "  --log-file=PATH                also append each run's log line to PATH\n"
+    "  --help, --version              print this or the version and exit\n";
+
 struct Options {
   MemlockLimit limit;
   std::string log_file; // empty: stderr only
   std::string problem;  // a bad argument: nothing is changed
+  std::string print;    // --help or --version: printed instead of a run
 };
 
 Options parseArgs(int argc, char** argv) {
@@ -51,6 +61,10 @@ Options parseArgs(int argc, char** argv) {
       }
     } else if (arg.starts_with("--log-file=")) {
       options.log_file = arg.substr(std::strlen("--log-file="));
+    } else if (arg == "--help" || arg == "-h") {
+      options.print = kUsage;
+    } else if (arg == "--version") {
+      options.print = "kube-rdma-memlock-hook " KUBE_RDMA_VERSION "\n";
     } else {
       options.problem = "unknown argument \"" + std::string(arg) + "\"";
     }
@@ -165,6 +179,10 @@ void appendToLog(const std::string& path, const std::string& line) {
 
 void run(int argc, char** argv) {
   const Options options = parseArgs(argc, argv);
+  if (!options.print.empty()) {
+    (void)!write(STDOUT_FILENO, options.print.data(), options.print.size());
+    return;
+  }
   std::ostringstream line;
   Logger log(line);
   if (!options.problem.empty()) {

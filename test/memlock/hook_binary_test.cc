@@ -187,6 +187,17 @@ TEST_F(HookBinary, BadArgumentsChangeNothing) {
   EXPECT_NE(log().find("unknown argument \\\"--limit=1\\\""), std::string::npos) << log();
 }
 
+TEST_F(HookBinary, HelpAndVersionPrintWithoutReadingTheState) {
+  const ShellResult help = runShell(std::string(MEMLOCK_HOOK_BINARY) + " --help < /dev/null");
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_NE(help.output.find("--memlock=unlimited|off|BYTES"), std::string::npos) << help.output;
+  const ShellResult version =
+      runShell(std::string(MEMLOCK_HOOK_BINARY) + " --version --log-file=" + log_);
+  EXPECT_EQ(version.exit_code, 0);
+  EXPECT_TRUE(version.output.starts_with("kube-rdma-memlock-hook ")) << version.output;
+  EXPECT_FALSE(std::filesystem::exists(log_));
+}
+
 TEST_F(HookBinary, LogIsMovedAsidePastOneMebibyte) {
   writeTestFile(log_, std::string(1 << 20, 'x') + "\n");
   LimitedChild child(kSoft, kHard);
