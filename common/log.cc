@@ -62,54 +62,21 @@ void appendTimestamp(std::string& out) {
   out += 'Z';
 }
 
-// True when a JSON string of `text` is the text in quotes: printable ASCII without '"' or '\'.
-bool jsonVerbatim(const std::string& text) {
-  for (const char c : text) {
-    if (c < 0x20 || c > 0x7e || c == '"' || c == '\\') {
-      return false;
-    }
-  }
-  return true;
-}
-
-// The JSON string of `text` as nlohmann writes it (invalid UTF-8 replaced by U+FFFD).
-void appendJsonString(std::string& out, const std::string& text) {
-  if (jsonVerbatim(text)) {
-    out += '"';
-    out += text;
-    out += '"';
-    return;
-  }
-  out += nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
 // Quote a text value only when it needs it, so plain values stay grep-friendly.
 void appendTextValue(std::string& out, const std::string& value) {
   if (!value.empty() && value.find_first_of(" \"=\t\n") == std::string::npos) {
     out += value;
     return;
   }
-  appendJsonString(out, value);
+  out += nlohmann::json(value).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-// A field whose key repeats "ts", "level", "msg" or an earlier field's key: the JSON line then
-// keeps one member per key, the last value at the first position, as a JSON object must.
-bool repeatsAKey(std::initializer_list<LogField> fields) {
-  for (auto it = fields.begin(); it != fields.end(); ++it) {
-    if (it->first == "ts" || it->first == "level" || it->first == "msg") {
-      return true;
-    }
-    for (auto earlier = fields.begin(); earlier != it; ++earlier) {
-      if (earlier->first == it->first) {
-        return true;
-      }
-    }
-  }
-  return false;
-}
-
-std::string jsonLineWithRepeatedKeys(const std::string& ts, LogLevel level, const std::string& msg,
-                                     std::initializer_list<LogField> fields) {
+// One JSON object per line. A key given twice (or "ts", "level", "msg" again) keeps one member,
+// the last value at the first position, as a JSON object must.
+std::string jsonLine(LogLevel level, const std::string& msg,
+                     std::initializer_list<LogField> fields) {
+  std::string ts;
+  appendTimestamp(ts);
   nlohmann::ordered_json obj;
   obj["ts"] = ts;
   obj["level"] = levelName(level);
@@ -129,25 +96,7 @@ void Logger::log(LogLevel level, const std::string& msg, std::initializer_list<L
   std::string line;
   line.reserve(128 + msg.size());
   if (format_ == LogFormat::kJson) {
-    if (repeatsAKey(fields)) {
-      std::string ts;
-      appendTimestamp(ts);
-      line = jsonLineWithRepeatedKeys(ts, level, msg, fields);
-    } else {
-      line += "{\"ts\":\"";
-      appendTimestamp(line);
-      line += "\",\"level\":\"";
-      line += levelName(level);
-      line += "\",\"msg\":";
-      appendJsonString(line, msg);
-      for (const auto& [key, value] : fields) {
-        line += ',';
-        appendJsonString(line, key);
-        line += ':';
-        appendJsonString(line, value);
-      }
-      line += '}';
-    }
+    line = jsonLine(level, msg, fields);
   } else {
     appendTimestamp(line);
     line += ' ';
