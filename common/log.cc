@@ -69,10 +69,10 @@ void Logger::log(LogLevel level, const std::string& msg, std::initializer_list<L
     return;
   }
   std::string line;
-  line.reserve(128 + msg.size());
   if (format_ == LogFormat::kJson) {
     line = jsonLine(level, msg, fields);
   } else {
+    line.reserve(128 + msg.size());
     appendTimestamp(line);
     line += ' ';
     line += levelName(level);

@@ -308,16 +308,16 @@ struct Addition {
   static Addition string(std::string value) { return {Kind::kString, "", std::move(value), {}}; }
   static Addition object(std::initializer_list<std::pair<const char*, Addition>> members);
 
-  bool has(std::string_view name) const {
-    return std::any_of(children.begin(), children.end(),
-                       [name](const Addition& c) { return c.key == name; });
+  // The member `name`, nullptr when there is none.
+  Addition* find(std::string_view name) {
+    auto it = std::find_if(children.begin(), children.end(),
+                           [name](const Addition& c) { return c.key == name; });
+    return it == children.end() ? nullptr : &*it;
   }
   // The member `name`, created empty (of kind `created`) on first use.
   Addition& at(std::string_view name, Kind created = Kind::kObject) {
-    auto it = std::find_if(children.begin(), children.end(),
-                           [name](const Addition& c) { return c.key == name; });
-    if (it != children.end()) {
-      return *it;
+    if (Addition* existing = find(name)) {
+      return *existing;
     }
     children.push_back({created, std::string(name), "", {}});
     return children.back();
@@ -413,7 +413,7 @@ void mergeRecord(std::string_view previous, Addition& record) {
     }
   }
   for (const char* key : {"profile", "volume"}) {
-    if (!record.has(key) && !stringMember(old, key).empty()) {
+    if (record.find(key) == nullptr && !stringMember(old, key).empty()) {
       record.set(key, std::string(stringMember(old, key)));
     }
   }
