@@ -3,6 +3,8 @@
 #include <cctype>
 #include <limits>
 
+#include "common/strings.h"
+
 namespace kube_rdma {
 namespace {
 
@@ -72,11 +74,7 @@ Status JsonErrors::status() const {
   if (messages_.empty()) {
     return Ok{};
   }
-  std::string joined;
-  for (const auto& m : messages_) {
-    joined += (joined.empty() ? "" : "; ") + m;
-  }
-  return makeError(joined);
+  return makeError(joinStrings(messages_, "; "));
 }
 
 Result<json> parseJsonDocument(const std::string& text, const std::string& what) {
@@ -240,20 +238,6 @@ bool ObjectReader::convert(const json& value, const std::string& path,
   return ok;
 }
 
-std::optional<int64_t> ObjectReader::rangedInt(const json& value, const std::string& key,
-                                               int64_t min, int64_t max) {
-  int64_t out = 0;
-  if (!convert(value, pathOf(key), out)) {
-    return std::nullopt;
-  }
-  if (out < min || out > max) {
-    fail(key, "expected an integer from " + std::to_string(min) + " to " + std::to_string(max) +
-                  ", got " + std::to_string(out));
-    return std::nullopt;
-  }
-  return out;
-}
-
 std::optional<std::string> ObjectReader::enumValue(const json& value, const std::string& key,
                                                    const std::vector<std::string>& allowed) {
   std::string out;
@@ -269,15 +253,19 @@ std::optional<std::string> ObjectReader::enumValue(const json& value, const std:
   return std::nullopt;
 }
 
-int64_t ObjectReader::requiredInt(const std::string& key, int64_t min, int64_t max) {
-  const json* v = lookup(key, true);
-  return v == nullptr ? min : rangedInt(*v, key, min, max).value_or(min);
-}
-
 int64_t ObjectReader::optionalInt(const std::string& key, int64_t min, int64_t max,
                                   int64_t fallback) {
   const json* v = lookup(key, false);
-  return v == nullptr ? fallback : rangedInt(*v, key, min, max).value_or(fallback);
+  int64_t out = 0;
+  if (v == nullptr || !convert(*v, pathOf(key), out)) {
+    return fallback;
+  }
+  if (out < min || out > max) {
+    fail(key, "expected an integer from " + std::to_string(min) + " to " + std::to_string(max) +
+                  ", got " + std::to_string(out));
+    return fallback;
+  }
+  return out;
 }
 
 std::string ObjectReader::requiredEnum(const std::string& key,
@@ -319,29 +307,8 @@ std::vector<ObjectReader> ObjectReader::objectArray(const std::string& key, bool
   return out;
 }
 
-std::vector<std::pair<std::string, ObjectReader>> ObjectReader::objectMap(const std::string& key,
-                                                                          bool required) {
-  std::vector<std::pair<std::string, ObjectReader>> out;
-  const json* v = lookup(key, required);
-  if (v == nullptr) {
-    return out;
-  }
-  if (!v->is_object()) {
-    errors_->add(pathOf(key), "expected an object, got " + describeJson(*v));
-    return out;
-  }
-  for (const auto& [k, member] : v->items()) {
-    out.emplace_back(k, ObjectReader(member, jsonChildPath(pathOf(key), k), *errors_));
-  }
-  return out;
-}
-
 void ObjectReader::fail(const std::string& key, const std::string& message) {
   errors_->add(pathOf(key), message);
-}
-
-void ObjectReader::failHere(const std::string& message) {
-  errors_->add(path_, message);
 }
 
 void ObjectReader::failAt(const std::string& path, const std::string& message) {

@@ -74,7 +74,6 @@ public:
   template <class T> std::optional<T> maybe(const std::string& key);
 
   // Integers in [min, max]; 1.5, true and "3" are type errors, 2^70 is out of range.
-  int64_t requiredInt(const std::string& key, int64_t min, int64_t max);
   int64_t optionalInt(const std::string& key, int64_t min, int64_t max, int64_t fallback);
 
   // A string that must be one of `allowed` (compared exactly).
@@ -90,14 +89,9 @@ public:
   ObjectReader object(const std::string& key, bool required = false);
   // Each element of an array of objects, as readers at "key[i]". Absent -> empty unless required.
   std::vector<ObjectReader> objectArray(const std::string& key, bool required = false);
-  // Each member of an object of objects (e.g. named profiles), in key order.
-  std::vector<std::pair<std::string, ObjectReader>> objectMap(const std::string& key,
-                                                              bool required = false);
 
   // Records a validation problem with a field of this object (wrong value, not wrong type).
   void fail(const std::string& key, const std::string& message);
-  // Records a problem with this object as a whole.
-  void failHere(const std::string& message);
   // Records a problem at a full path below this object, e.g. one element of a string array:
   // failAt(jsonIndexPath(pathOf("vendors"), 2), "...").
   void failAt(const std::string& path, const std::string& message);
@@ -116,8 +110,6 @@ private:
   bool convert(const nlohmann::json& value, const std::string& path, std::vector<std::string>& out);
   bool convert(const nlohmann::json& value, const std::string& path,
                std::map<std::string, std::string>& out);
-  std::optional<int64_t> rangedInt(const nlohmann::json& value, const std::string& key, int64_t min,
-                                   int64_t max);
   std::optional<std::string> enumValue(const nlohmann::json& value, const std::string& key,
                                        const std::vector<std::string>& allowed);
 
