@@ -1,7 +1,5 @@
 #include "plugin/plugin_manager.h"
 
-#include <sys/stat.h>
-
 #include <filesystem>
 #include <optional>
 
@@ -34,9 +32,9 @@ GidScan gidScanFor(const PluginConfig& config) {
   return scan;
 }
 
-bool fileExists(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0;
+size_t healthyCount(const DeviceList& list) {
+  return std::count_if(list.devices.begin(), list.devices.end(),
+                       [](const PluginDevice& d) { return d.healthy; });
 }
 
 } // namespace
@@ -66,7 +64,8 @@ std::string PluginManager::socketDir() const {
 }
 
 bool PluginManager::kubeletSocketExists() const {
-  return fileExists(flags_.device_plugin_dir + "/" + kKubeletSocketName);
+  std::error_code ec;
+  return std::filesystem::exists(flags_.device_plugin_dir + "/" + kKubeletSocketName, ec);
 }
 
 void PluginManager::post(Event event) {
@@ -288,12 +287,10 @@ void PluginManager::registerPending(std::unique_lock<std::mutex>& lock) {
       continue;
     }
     attempt.ok = true;
-    const auto us = std::chrono::duration_cast<std::chrono::microseconds>(
-        std::chrono::steady_clock::now() - started);
-    const double ms = static_cast<double>(us.count()) / 1000.0;
-    logger_.info(
-        "registered with the kubelet",
-        {{"resource", name}, {"mode", toString(mode_)}, {"register_ms", std::to_string(ms)}});
+    const std::chrono::duration<double, std::milli> ms = std::chrono::steady_clock::now() - started;
+    logger_.info("registered with the kubelet", {{"resource", name},
+                                                 {"mode", toString(mode_)},
+                                                 {"register_ms", std::to_string(ms.count())}});
   }
   lock.lock();
   for (const auto& attempt : attempts) {
@@ -392,10 +389,8 @@ void PluginManager::onHealthSample(const NodeHealthView& view) {
   for (auto& [name, pool] : pools_) {
     if (pool.manager->update(view)) {
       const auto list = pool.manager->devices();
-      const auto healthy = std::count_if(list.devices.begin(), list.devices.end(),
-                                         [](const PluginDevice& d) { return d.healthy; });
       logger_.info("device health changed", {{"resource", name},
-                                             {"healthy", std::to_string(healthy)},
+                                             {"healthy", std::to_string(healthyCount(list))},
                                              {"total", std::to_string(list.devices.size())}});
     }
   }
@@ -541,10 +536,7 @@ std::string PluginManager::renderMetrics() const {
   metrics_.clearGauge(plugin_metrics::kDevices.name);
   for (const auto& [name, pool] : pools_) {
     const auto list = pool.manager->devices();
-    double healthy = 0;
-    for (const auto& d : list.devices) {
-      healthy += d.healthy ? 1 : 0;
-    }
+    const auto healthy = static_cast<double>(healthyCount(list));
     metrics_.gauge(plugin_metrics::kDevices, {{"resource", name}, {"health", kHealthy}})
         .set(healthy);
     metrics_.gauge(plugin_metrics::kDevices, {{"resource", name}, {"health", kUnhealthy}})

@@ -2,7 +2,6 @@
 
 #include <chrono>
 #include <cstdint>
-#include <memory>
 #include <optional>
 #include <stop_token>
 #include <string>
@@ -87,6 +86,5 @@ public:
    */
   virtual Result<ContainerAllocation> allocate(const std::vector<std::string>& ids) = 0;
 };
-using ResourceManagerPtr = std::shared_ptr<ResourceManager>;
 
 } // namespace kube_rdma
