@@ -331,62 +331,33 @@ Result<NodeTopology> discoverNode(const DiscoveryRoots& roots, DiscoveryBackend 
 }
 
 std::optional<PortRate> portRate(uint8_t active_width, uint8_t active_speed) {
-  int lanes = 0;
-  switch (active_width) {
-  case 1:
-    lanes = 1;
-    break;
-  case 2:
-    lanes = 4;
-    break;
-  case 4:
-    lanes = 8;
-    break;
-  case 8:
-    lanes = 12;
-    break;
-  case 16:
-    lanes = 2;
-    break;
-  default:
-    return std::nullopt;
-  }
+  struct Width {
+    uint8_t code;
+    int lanes;
+  };
+  // active_width (IB_WIDTH_1X, 4X, 8X, 12X, 2X) to lanes.
+  static constexpr Width kWidths[] = {{1, 1}, {2, 4}, {4, 8}, {8, 12}, {16, 2}};
   // Per-lane rate in tenths of Gb/s and the kernel's name (ib_rate_to_mbps / sysfs rate_show).
-  int tenths = 0;
-  const char* name = "";
-  switch (active_speed) {
-  case 1:
-    tenths = 25, name = " SDR";
-    break;
-  case 2:
-    tenths = 50, name = " DDR";
-    break;
-  case 4:
-    tenths = 100, name = " QDR";
-    break;
-  case 8:
-    tenths = 100, name = " FDR10";
-    break;
-  case 16:
-    tenths = 140, name = " FDR";
-    break;
-  case 32:
-    tenths = 250, name = " EDR";
-    break;
-  case 64:
-    tenths = 500, name = " HDR";
-    break;
-  case 128:
-    tenths = 1000, name = " NDR";
-    break;
-  default:
+  struct Speed {
+    uint8_t code;
+    int tenths;
+    const char* name;
+  };
+  static constexpr Speed kSpeeds[] = {{1, 25, " SDR"},    {2, 50, " DDR"},    {4, 100, " QDR"},
+                                      {8, 100, " FDR10"}, {16, 140, " FDR"},  {32, 250, " EDR"},
+                                      {64, 500, " HDR"},  {128, 1000, " NDR"}};
+  const auto* width = std::find_if(std::begin(kWidths), std::end(kWidths),
+                                   [&](const Width& w) { return w.code == active_width; });
+  const auto* speed = std::find_if(std::begin(kSpeeds), std::end(kSpeeds),
+                                   [&](const Speed& s) { return s.code == active_speed; });
+  if (width == std::end(kWidths) || speed == std::end(kSpeeds)) {
     return std::nullopt;
   }
-  const int total = tenths * lanes;
+  const int total = speed->tenths * width->lanes;
   PortRate rate;
   rate.gbps = static_cast<uint32_t>(total / 10);
   rate.text = std::to_string(total / 10) + (total % 10 ? ".5" : "") + " Gb/sec (" +
-              std::to_string(lanes) + "X" + name + ")";
+              std::to_string(width->lanes) + "X" + speed->name + ")";
   return rate;
 }
 
