@@ -198,8 +198,8 @@ NodeTopology mergeSysfsFacts(VerbsScan verbs, NodeTopology sysfs) {
   topo.management_netdev = std::move(sysfs.management_netdev);
   topo.warnings = std::move(sysfs.warnings);
   topo.warnings.insert(topo.warnings.end(), verbs.warnings.begin(), verbs.warnings.end());
-  std::map<std::string, const RdmaDevice*> by_name;
-  for (const auto& d : sysfs.devices) {
+  std::map<std::string, RdmaDevice*> by_name;
+  for (auto& d : sysfs.devices) {
     by_name[d.name] = &d;
   }
   for (auto& d : verbs.devices) {
@@ -210,34 +210,22 @@ NodeTopology mergeSysfsFacts(VerbsScan verbs, NodeTopology sysfs) {
       topo.devices.push_back(std::move(d));
       continue;
     }
-    const RdmaDevice& s = *it->second;
-    d.node_type = s.node_type;
-    // The driver's own text: rxe has no firmware and sysfs says "", where its libibverbs provider
-    // formats the zero it gets as "0.0.0" (seen in test/softroce/).
-    d.fw_ver = s.fw_ver;
-    d.hca_type = s.hca_type;
-    d.board_id = s.board_id;
-    d.pci_address = s.pci_address;
-    d.vendor_id = s.vendor_id;
-    d.device_id = s.device_id;
-    d.driver = s.driver;
-    d.numa_node = s.numa_node;
-    d.local_cpulist = s.local_cpulist;
-    d.netdevs = s.netdevs;
-    d.uverbs = s.uverbs;
-    d.is_vf = s.is_vf;
-    d.pf_pci_address = s.pf_pci_address;
-    d.vf_pci_addresses = s.vf_pci_addresses;
-    d.pcie_path = s.pcie_path;
+    // libibverbs gives the GUIDs and the ports with their GID tables, sysfs all the rest. That
+    // includes the firmware, as the driver's own text: rxe has none and sysfs says "", where its
+    // libibverbs provider formats the zero it gets as "0.0.0" (seen in test/softroce/).
+    RdmaDevice merged = std::move(*it->second);
+    merged.node_guid = std::move(d.node_guid);
+    merged.sys_image_guid = std::move(d.sys_image_guid);
     for (auto& port : d.ports) {
-      for (const auto& sp : s.ports) {
+      for (const auto& sp : merged.ports) {
         if (sp.number == port.number && port.netdev.empty()) {
           port.netdev = sp.netdev; // IPoIB matching and the RoCE fallback are sysfs facts
         }
       }
     }
+    merged.ports = std::move(d.ports);
     by_name.erase(it);
-    topo.devices.push_back(std::move(d));
+    topo.devices.push_back(std::move(merged));
   }
   for (const auto& [name, device] : by_name) {
     topo.warnings.push_back({"class/infiniband/" + name,
