@@ -1,7 +1,7 @@
 #include "common/nccl_settings.h"
 
 #include <algorithm>
-#include <climits>
+#include <cstdlib>
 #include <set>
 
 namespace kube_rdma {
@@ -27,40 +27,13 @@ std::string quoted(std::string_view s) {
   return "\"" + std::string(s) + "\"";
 }
 
-// glibc atoi: (int)strtol(s, NULL, 10): leading space, a sign, digits, saturated to long, then
-// narrowed to int; 0 when no digits. `clean` is false when the text was not just an integer.
+// NCCL reads a port with atoi, which glibc implements as (int)strtol(s, NULL, 10): leading space,
+// a sign, digits saturated to long, then narrowed to int (LONG_MAX becomes -1); 0 when no digits.
+// `clean` is false when the text was not just digits.
 int ncclAtoi(std::string_view s, bool& clean) {
-  size_t i = 0;
-  while (i < s.size() && isSpace(s[i])) {
-    ++i;
-  }
-  bool negative = false;
-  if (i < s.size() && (s[i] == '+' || s[i] == '-')) {
-    negative = s[i] == '-';
-    ++i;
-  }
-  const size_t digits_start = i;
-  unsigned long long magnitude = 0;
-  bool saturated = false;
-  for (; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i) {
-    if (magnitude > (ULLONG_MAX - 9) / 10) {
-      saturated = true;
-    } else {
-      magnitude = magnitude * 10 + static_cast<unsigned>(s[i] - '0');
-    }
-  }
-  clean = i == s.size() && i > digits_start && digits_start == 0;
-  long value = 0;
-  if (negative) {
-    value = saturated || magnitude > static_cast<unsigned long long>(LONG_MAX) + 1
-                ? LONG_MIN
-                : static_cast<long>(0 - magnitude);
-  } else {
-    value = saturated || magnitude > static_cast<unsigned long long>(LONG_MAX)
-                ? LONG_MAX
-                : static_cast<long>(magnitude);
-  }
-  return static_cast<int>(value); // narrowing like the C cast in atoi: LONG_MAX becomes -1
+  clean =
+      !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+  return static_cast<int>(std::strtol(std::string(s).c_str(), nullptr, 10));
 }
 
 // parseStringList with the "^" / "=" prefixes handled the way NCCL's callers do.
