@@ -83,15 +83,21 @@ Result<std::string> readAttribute(const std::string& path, size_t max_bytes) {
 }
 
 std::vector<std::string> listDirectory(const std::string& dir) {
-  std::vector<std::string> names;
-  if (DIR* d = ::opendir(dir.c_str())) {
-    while (const dirent* entry = ::readdir(d)) {
-      if (std::strcmp(entry->d_name, ".") != 0 && std::strcmp(entry->d_name, "..") != 0) {
-        names.emplace_back(entry->d_name);
-      }
-    }
-    ::closedir(d);
+  return listDirectoryAt(AT_FDCWD, dir.c_str()).value_or(std::vector<std::string>{});
+}
+
+std::optional<std::vector<std::string>> listDirectoryAt(int dir_fd, const char* name) {
+  DIR* dir = ::fdopendir(::openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (dir == nullptr) {
+    return std::nullopt;
   }
+  std::vector<std::string> names;
+  while (const dirent* entry = ::readdir(dir)) {
+    if (std::strcmp(entry->d_name, ".") != 0 && std::strcmp(entry->d_name, "..") != 0) {
+      names.emplace_back(entry->d_name);
+    }
+  }
+  ::closedir(dir);
   return names;
 }
 

@@ -28,6 +28,9 @@ constexpr size_t kMaxConfigFileBytes = size_t{1} << 20;
 
 // Entry names of a directory but "." and "..", unsorted; none when it cannot be read.
 std::vector<std::string> listDirectory(const std::string& dir);
+// Same below an open directory (AT_FDCWD for a plain path, "." for the directory itself);
+// nullopt when it cannot be opened.
+std::optional<std::vector<std::string>> listDirectoryAt(int dir_fd, const char* name);
 
 // Same, for a sysfs attribute relative to an open directory (cheaper: no path walk from the
 // root; AT_FDCWD for a plain path). Reads once: sysfs returns an attribute's whole text in the

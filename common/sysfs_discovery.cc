@@ -5,7 +5,6 @@
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
-#include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <map>
@@ -44,28 +43,6 @@ public:
 private:
   int fd_ = -1;
 };
-
-// Entry names (no "." and "..") of the open directory `fd`, which stays open for openat().
-std::optional<std::vector<std::string>> listOpenDir(int fd) {
-  DIR* dir = ::fdopendir(::openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (dir == nullptr) {
-    return std::nullopt;
-  }
-  std::vector<std::string> names;
-  while (const dirent* entry = ::readdir(dir)) {
-    if (std::strcmp(entry->d_name, ".") != 0 && std::strcmp(entry->d_name, "..") != 0) {
-      names.emplace_back(entry->d_name);
-    }
-  }
-  ::closedir(dir);
-  return names;
-}
-
-// Entry names of the directory `name` below `parent`; nullopt when it cannot be opened.
-std::optional<std::vector<std::string>> listDir(int parent, const std::string& name) {
-  const DirFd dir(parent, name);
-  return dir.ok() ? listOpenDir(dir.get()) : std::nullopt;
-}
 
 std::optional<std::string> readLinkBase(int dir_fd, const char* name) {
   char buf[PATH_MAX];
@@ -220,7 +197,7 @@ bool everyChoiceFound(const GidScan& scan, std::vector<bool>& found, const GidEn
 void readGids(int port_fd, const std::string& rel, const GidScan& scan, Port& port,
               Warnings& warnings) {
   DirFd gids(port_fd, "gids");
-  const auto names = gids.ok() ? listOpenDir(gids.get()) : std::nullopt;
+  const auto names = gids.ok() ? listDirectoryAt(gids.get(), ".") : std::nullopt;
   if (!names) {
     warnings.add(rel + "/gids", "cannot list the GID table");
     return;
@@ -325,7 +302,7 @@ void readPciFacts(int fn, const std::string& rel, const std::string& resolved_ro
     d.pf_pci_address = *physfn;
   }
   std::vector<std::pair<uint32_t, std::string>> vfs;
-  for (const auto& entry : listOpenDir(fn).value_or(std::vector<std::string>{})) {
+  for (const auto& entry : listDirectoryAt(fn, ".").value_or(std::vector<std::string>{})) {
     if (entry.rfind("virtfn", 0) != 0) {
       continue;
     }
@@ -350,7 +327,7 @@ std::map<std::string, std::string> readUverbsDevices(int root_fd, Warnings& warn
   if (!klass.ok()) {
     return by_device; // no uverbs module: no device has a node, which the health check reports
   }
-  auto names = listOpenDir(klass.get()).value_or(std::vector<std::string>{});
+  auto names = listDirectoryAt(klass.get(), ".").value_or(std::vector<std::string>{});
   std::sort(names.begin(), names.end(), naturalLess);
   for (const auto& name : names) {
     if (name.rfind("uverbs", 0) != 0) {
@@ -390,7 +367,7 @@ std::optional<RdmaDevice> readDevice(int class_fd, const std::string& resolved_r
     readParsed(dev.get(), rel, "hca_type", warnings, asText, d.hca_type);
     readParsed(dev.get(), rel, "board_id", warnings, asText, d.board_id);
     readPciFacts(fn.get(), rel, resolved_root, resolved_root + "/" + rel, d, warnings);
-    netdev_names = listDir(fn.get(), "net").value_or(std::vector<std::string>{});
+    netdev_names = listDirectoryAt(fn.get(), "net").value_or(std::vector<std::string>{});
     std::sort(netdev_names.begin(), netdev_names.end(), naturalLess);
   } else if (auto parent = readAttributeAt(dev.get(), "parent")) {
     // A software device (rxe, siw): no PCI function, no hca_type or board_id; its netdev is
@@ -403,7 +380,7 @@ std::optional<RdmaDevice> readDevice(int class_fd, const std::string& resolved_r
 
   DirFd ports(dev.get(), "ports");
   std::vector<uint32_t> numbers;
-  for (const auto& p : (ports.ok() ? listOpenDir(ports.get()) : std::nullopt)
+  for (const auto& p : (ports.ok() ? listDirectoryAt(ports.get(), ".") : std::nullopt)
                            .value_or(std::vector<std::string>{})) {
     if (auto n = parseIndex(p)) {
       numbers.push_back(*n);
@@ -437,7 +414,7 @@ std::vector<GpuDevice> discoverGpus(const std::string& resolved_root, Warnings& 
     warnings.add("bus/pci/devices", "cannot open: " + std::string(std::strerror(errno)));
     return gpus;
   }
-  for (const auto& bdf : listOpenDir(bus.get()).value_or(std::vector<std::string>{})) {
+  for (const auto& bdf : listDirectoryAt(bus.get(), ".").value_or(std::vector<std::string>{})) {
     // Most functions are not NVIDIA's: read their vendor without opening their directory.
     auto vendor = readAttributeAt(bus.get(), (bdf + "/vendor").c_str());
     if (!vendor || *vendor != "0x10de") {
@@ -523,7 +500,7 @@ NodeTopology discoverFromSysfs(const DiscoveryRoots& roots, const GidScan& scan)
                                          " under " + roots.sysfs_root);
   } else {
     const auto uverbs_by_device = readUverbsDevices(root.get(), warnings);
-    auto names = listOpenDir(klass.get()).value_or(std::vector<std::string>{});
+    auto names = listDirectoryAt(klass.get(), ".").value_or(std::vector<std::string>{});
     std::sort(names.begin(), names.end(), naturalLess);
     for (const auto& name : names) {
       if (auto device =
