@@ -130,11 +130,6 @@ std::optional<PoolRule> selectorRejection(const PoolSelector& s, const RdmaDevic
   return std::nullopt;
 }
 
-bool selectorMatches(const PoolSelector& s, const RdmaDevice& device, const Port& port,
-                     bool is_management) {
-  return !selectorRejection(s, device, port, is_management).has_value();
-}
-
 std::vector<PoolExplanation> explainPools(const NodeTopology& topology,
                                           const PluginConfig& config) {
   std::vector<PoolExplanation> out;

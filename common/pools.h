@@ -58,10 +58,6 @@ std::string toString(PoolRule rule);
 std::optional<PoolRule> selectorRejection(const PoolSelector& selector, const RdmaDevice& device,
                                           const Port& port, bool is_management);
 
-// Whether `selector` takes `port` of `device` (management and VF rules included).
-bool selectorMatches(const PoolSelector& selector, const RdmaDevice& device, const Port& port,
-                     bool is_management);
-
 // One NodePool per configured pool, in config order, possibly without HCAs. Each port goes to the
 // first pool whose selector takes it, whatever its state (health decides usability later).
 std::vector<NodePool> buildPools(const NodeTopology& topology, const PluginConfig& config);

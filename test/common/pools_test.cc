@@ -112,6 +112,12 @@ PoolSelector sel(const std::string& json) {
   return c.ok() ? c->pools[0].selector : PoolSelector{};
 }
 
+// Whether `selector` takes `port` of `device` (management and VF rules included).
+bool selectorMatches(const PoolSelector& selector, const RdmaDevice& device, const Port& port,
+                     bool is_management) {
+  return !selectorRejection(selector, device, port, is_management).has_value();
+}
+
 TEST(SelectorMatches, EveryListMustMatch) {
   const NodeTopology t = mixedNode();
   const RdmaDevice& d = t.devices[2]; // mlx5_2, eth2
