@@ -1,5 +1,6 @@
 #include "common/sysfs_attributes.h"
 
+#include <algorithm>
 #include <arpa/inet.h>
 #include <cerrno>
 #include <charconv>
@@ -244,12 +245,7 @@ std::string toKernelText(const Gid& gid) {
 }
 
 bool isZero(const Gid& gid) {
-  for (uint8_t b : gid.bytes) {
-    if (b != 0) {
-      return false;
-    }
-  }
-  return true;
+  return gid == Gid{};
 }
 
 bool isLinkLocal(const Gid& gid) {
@@ -258,12 +254,8 @@ bool isLinkLocal(const Gid& gid) {
 }
 
 std::optional<std::string> ipv4Of(const Gid& gid) {
-  for (size_t i = 0; i < 10; ++i) {
-    if (gid.bytes[i] != 0) {
-      return std::nullopt;
-    }
-  }
-  if (gid.bytes[10] != 0xff || gid.bytes[11] != 0xff) {
+  static constexpr uint8_t kMappedPrefix[] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+  if (!std::equal(std::begin(kMappedPrefix), std::end(kMappedPrefix), gid.bytes.begin())) {
     return std::nullopt;
   }
   return std::to_string(gid.bytes[12]) + "." + std::to_string(gid.bytes[13]) + "." +
