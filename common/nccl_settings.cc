@@ -14,15 +14,6 @@ bool isSpace(char c) {
   return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
 }
 
-bool hasSpace(std::string_view s) {
-  for (char c : s) {
-    if (isSpace(c)) {
-      return true;
-    }
-  }
-  return false;
-}
-
 std::string quoted(std::string_view s) {
   return "\"" + std::string(s) + "\"";
 }
@@ -86,7 +77,7 @@ NcclDeviceList parseList(std::string_view value, size_t limit, bool ports_used) 
                             std::to_string(entry.port) + effect);
       }
     }
-    if (hasSpace(name)) {
+    if (std::any_of(name.begin(), name.end(), isSpace)) {
       out.notes.push_back("entry " + quoted(name) + " contains whitespace, which NCCL keeps");
     }
     if (name.size() >= kNcclNameBuffer) {
@@ -133,14 +124,9 @@ bool isPortableEnvName(std::string_view name) {
   if (name.empty() || (name[0] >= '0' && name[0] <= '9')) {
     return false;
   }
-  for (char c : name) {
-    const bool ok =
-        (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
-    if (!ok) {
-      return false;
-    }
-  }
-  return true;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+  });
 }
 
 NcclDeviceList parseNcclIbHca(std::string_view value) {
