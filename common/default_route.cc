@@ -75,6 +75,20 @@ struct Best {
   }
 };
 
+// The default route's interface in the route file at `path`, as `parse` finds it.
+Result<std::string> readDefaultRoute(const std::string& path,
+                                     Result<std::string> (*parse)(std::string_view)) {
+  auto text = readAttribute(path, kMaxRouteFileBytes);
+  if (!text) {
+    return text.error();
+  }
+  auto iface = parse(*text);
+  if (!iface) {
+    return makeError(path + ": " + iface.error().message);
+  }
+  return iface;
+}
+
 Error lineError(const char* file, size_t number, const std::string& what) {
   return makeError(std::string(file) + " line " + std::to_string(number) + ": " + what);
 }
@@ -132,28 +146,11 @@ Result<std::string> parseIpv6DefaultRoute(std::string_view text) {
 }
 
 Result<std::string> findDefaultRouteNetdev(const std::string& proc_root) {
-  const std::string v4_path = proc_root + "/net/route";
-  auto v4 = readAttribute(v4_path, kMaxRouteFileBytes);
-  if (!v4) {
-    return v4.error();
-  }
-  auto iface = parseIpv4DefaultRoute(*v4);
-  if (!iface) {
-    return makeError(v4_path + ": " + iface.error().message);
-  }
-  if (!iface->empty()) {
+  auto iface = readDefaultRoute(proc_root + "/net/route", parseIpv4DefaultRoute);
+  if (!iface || !iface->empty()) {
     return iface;
   }
-  const std::string v6_path = proc_root + "/net/ipv6_route";
-  auto v6 = readAttribute(v6_path, kMaxRouteFileBytes);
-  if (!v6) {
-    return v6.error();
-  }
-  auto iface6 = parseIpv6DefaultRoute(*v6);
-  if (!iface6) {
-    return makeError(v6_path + ": " + iface6.error().message);
-  }
-  return iface6;
+  return readDefaultRoute(proc_root + "/net/ipv6_route", parseIpv6DefaultRoute);
 }
 
 } // namespace kube_rdma
