@@ -56,29 +56,21 @@ std::string toString(PciPathType type) {
 }
 
 Result<std::vector<std::string>> parsePciePath(std::string_view path) {
+  size_t slash = path.find('/');
+  if (!isRootComplex(path.substr(0, slash))) {
+    return makeError("PCI device path \"" + std::string(path) +
+                     "\" does not start with a root complex \"pciDDDD:BB\"");
+  }
   std::vector<std::string> out;
-  size_t start = 0;
-  bool first = true;
-  while (start <= path.size()) {
-    const size_t slash = path.find('/', start);
-    const std::string_view part = path.substr(
-        start, slash == std::string_view::npos ? std::string_view::npos : slash - start);
-    if (first) {
-      if (!isRootComplex(part)) {
-        return makeError("PCI device path \"" + std::string(path) +
-                         "\" does not start with a root complex \"pciDDDD:BB\"");
-      }
-      first = false;
-    } else if (isPciAddress(part)) {
-      out.push_back(std::string(part));
-    } else {
+  while (slash != std::string_view::npos) {
+    const size_t start = slash + 1;
+    slash = path.find('/', start);
+    const std::string_view part = path.substr(start, slash - start); // npos - start: to the end
+    if (!isPciAddress(part)) {
       return makeError("PCI device path \"" + std::string(path) + "\": \"" + std::string(part) +
                        "\" is not a PCI address DDDD:BB:DD.F");
     }
-    if (slash == std::string_view::npos) {
-      break;
-    }
-    start = slash + 1;
+    out.emplace_back(part);
   }
   if (out.empty()) {
     return makeError("PCI device path \"" + std::string(path) + "\" names no PCI function");
