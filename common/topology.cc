@@ -123,10 +123,7 @@ PciPathType classifyPciPath(const std::vector<std::string>& a, std::optional<int
       return nodes <= 1 ? PciPathType::kPix : PciPathType::kPxb;
     }
   }
-  if (rootComplexOf(a) == rootComplexOf(b)) {
-    return PciPathType::kPhb;
-  }
-  if (numa_a && numa_b && *numa_a == *numa_b) {
+  if (rootComplexOf(a) == rootComplexOf(b) || (numa_a && numa_b && *numa_a == *numa_b)) {
     return PciPathType::kPhb;
   }
   return PciPathType::kSys;
