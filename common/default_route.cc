@@ -17,18 +17,10 @@ constexpr size_t kMaxRouteFileBytes = size_t{16} * 1024 * 1024;
 
 std::vector<std::string_view> splitFields(std::string_view line) {
   std::vector<std::string_view> fields;
-  size_t i = 0;
-  while (i < line.size()) {
-    while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) {
-      ++i;
-    }
-    const size_t start = i;
-    while (i < line.size() && line[i] != ' ' && line[i] != '\t') {
-      ++i;
-    }
-    if (i > start) {
-      fields.push_back(line.substr(start, i - start));
-    }
+  for (size_t start = line.find_first_not_of(" \t"); start != std::string_view::npos;) {
+    const size_t end = line.find_first_of(" \t", start);
+    fields.push_back(line.substr(start, end - start));
+    start = line.find_first_not_of(" \t", end);
   }
   return fields;
 }
