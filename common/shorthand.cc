@@ -10,21 +10,13 @@ constexpr std::string_view kFullWidthOpen = "\xEF\xBC\x88";  // U+FF08 （
 constexpr std::string_view kFullWidthClose = "\xEF\xBC\x89"; // U+FF09 ）
 constexpr std::string_view kForms = "expected N, N(ib) or N(roce)";
 
-bool isSpace(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r';
-}
-bool isDigit(char c) {
-  return c >= '0' && c <= '9';
-}
-
 std::string_view trim(std::string_view s) {
-  while (!s.empty() && isSpace(s.front())) {
-    s.remove_prefix(1);
+  constexpr std::string_view kSpace = " \t\n\r";
+  const size_t first = s.find_first_not_of(kSpace);
+  if (first == std::string_view::npos) {
+    return {};
   }
-  while (!s.empty() && isSpace(s.back())) {
-    s.remove_suffix(1);
-  }
-  return s;
+  return s.substr(first, s.find_last_not_of(kSpace) - first + 1);
 }
 
 // Consumes an opening or closing bracket, ASCII or full-width.
@@ -58,10 +50,7 @@ Result<Shorthand> parseShorthand(std::string_view text) {
   if (rest.front() == '-') {
     return invalid(text, "the count must be at least 1, got a negative number");
   }
-  size_t digits = 0;
-  while (digits < rest.size() && isDigit(rest[digits])) {
-    ++digits;
-  }
+  const size_t digits = std::min(rest.find_first_not_of("0123456789"), rest.size());
   if (digits == 0) {
     return invalid(text, "missing the count, " + std::string(kForms));
   }
