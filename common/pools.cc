@@ -178,10 +178,9 @@ std::string socketIfnameFor(const std::string& management_netdev) {
 
 Result<NcclEnv> computeNcclSettings(const NodeTopology& topology, const NodePool& pool,
                                     const std::vector<std::string>& granted_devices) {
+  const auto pool_devices = pool.deviceNames();
   for (const auto& name : granted_devices) {
-    const auto& hcas = pool.hcas;
-    if (std::none_of(hcas.begin(), hcas.end(),
-                     [&](const PoolHca& h) { return h.device == name; })) {
+    if (!listContains(pool_devices, name)) {
       return makeError("device " + name + " is not in pool " + pool.spec.resource_name);
     }
   }
