@@ -45,10 +45,7 @@ NcclDeviceList parseList(std::string_view value, size_t limit, bool ports_used) 
   }
   size_t start = 0;
   while (start <= rest.size()) {
-    size_t comma = rest.find(',', start);
-    if (comma == std::string_view::npos) {
-      comma = rest.size();
-    }
+    const size_t comma = std::min(rest.find(',', start), rest.size());
     const std::string_view segment = rest.substr(start, comma - start);
     start = comma + 1;
     const size_t colon = segment.find(':');
@@ -230,10 +227,7 @@ NcclEnv parseNcclConf(std::string_view text) {
   NcclEnv out;
   size_t start = 0;
   while (start < text.size()) {
-    size_t end = text.find('\n', start);
-    if (end == std::string_view::npos) {
-      end = text.size();
-    }
+    const size_t end = std::min(text.find('\n', start), text.size());
     std::string_view line = text.substr(start, end - start);
     start = end + 1;
     line = line.substr(0, line.find('\0')); // C strings end at a NUL
