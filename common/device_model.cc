@@ -1,23 +1,14 @@
 #include "common/device_model.h"
 
+#include <iterator>
+
 namespace kube_rdma {
 
 std::string toString(PortState state) {
-  switch (state) {
-  case PortState::kNop:
-    return "NOP";
-  case PortState::kDown:
-    return "DOWN";
-  case PortState::kInit:
-    return "INIT";
-  case PortState::kArmed:
-    return "ARMED";
-  case PortState::kActive:
-    return "ACTIVE";
-  case PortState::kActiveDefer:
-    return "ACTIVE_DEFER";
-  }
-  return "UNKNOWN";
+  static constexpr const char* kNames[] = {"NOP",   "DOWN",   "INIT",
+                                           "ARMED", "ACTIVE", "ACTIVE_DEFER"};
+  const auto i = static_cast<size_t>(state);
+  return i < std::size(kNames) ? kNames[i] : "UNKNOWN";
 }
 
 std::string toString(LinkLayer layer) {
