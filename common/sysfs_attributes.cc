@@ -111,8 +111,6 @@ Result<std::string> readAttributeAt(int dir_fd, const char* name) {
 }
 
 Result<PortState> parsePortState(std::string_view text) {
-  static constexpr const char* kNames[] = {"NOP",   "DOWN",   "INIT",
-                                           "ARMED", "ACTIVE", "ACTIVE_DEFER"};
   auto parsed = parseNumberedName(text, "port state");
   if (!parsed) {
     return parsed.error();
@@ -122,12 +120,13 @@ Result<PortState> parsePortState(std::string_view text) {
     return makeError("port state " + quoted(stripNewline(text)) + ": " + std::to_string(number) +
                      " is not an ibv_port_state (0..5)");
   }
-  if (name != kNames[number]) {
+  const auto state = static_cast<PortState>(number);
+  if (name != toString(state)) {
     return makeError("port state " + quoted(stripNewline(text)) + ": state " +
-                     std::to_string(number) + " is " + kNames[number] + ", not " +
+                     std::to_string(number) + " is " + toString(state) + ", not " +
                      std::string(name));
   }
-  return static_cast<PortState>(number);
+  return state;
 }
 
 Result<PhysState> parsePhysState(std::string_view text) {
