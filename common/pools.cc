@@ -170,10 +170,7 @@ std::vector<NodePool> buildPools(const NodeTopology& topology, const PluginConfi
 }
 
 std::string socketIfnameFor(const std::string& management_netdev) {
-  if (management_netdev == "eth0") {
-    return "=eth0";
-  }
-  return "=" + management_netdev + ",eth0";
+  return management_netdev == "eth0" ? "=eth0" : "=" + management_netdev + ",eth0";
 }
 
 Result<NcclEnv> computeNcclSettings(const NodeTopology& topology, const NodePool& pool,
