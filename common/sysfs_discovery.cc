@@ -380,8 +380,7 @@ std::optional<RdmaDevice> readDevice(int class_fd, const std::string& resolved_r
 
   DirFd ports(dev.get(), "ports");
   std::vector<uint32_t> numbers;
-  for (const auto& p : (ports.ok() ? listDirectoryAt(ports.get(), ".") : std::nullopt)
-                           .value_or(std::vector<std::string>{})) {
+  for (const auto& p : listDirectoryAt(dev.get(), "ports").value_or(std::vector<std::string>{})) {
     if (auto n = parseIndex(p)) {
       numbers.push_back(*n);
     }
