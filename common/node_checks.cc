@@ -16,23 +16,14 @@
 namespace kube_rdma {
 namespace {
 
-// Worst first: a failure outweighs a warning, which outweighs not knowing.
-int severity(Verdict v) {
-  switch (v) {
-  case Verdict::kOk:
-    return 0;
-  case Verdict::kUnknown:
-    return 1;
-  case Verdict::kWarn:
-    return 2;
-  case Verdict::kFail:
-    break;
-  }
-  return 3;
-}
-
+// A failure outweighs a warning, which outweighs not knowing.
 Verdict worse(Verdict a, Verdict b) {
-  return severity(a) >= severity(b) ? a : b;
+  for (Verdict v : {Verdict::kFail, Verdict::kWarn, Verdict::kUnknown}) {
+    if (a == v || b == v) {
+      return v;
+    }
+  }
+  return Verdict::kOk;
 }
 
 std::string trimmed(const std::string& text) {
