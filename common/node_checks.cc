@@ -152,11 +152,11 @@ std::vector<std::string> bridgesBetween(const std::vector<std::string>& a,
   return out;
 }
 
-// A module's line of /proc/modules, "" when there is none.
-std::string modulesLine(const NodeSnapshot& snapshot, const std::string& module) {
-  std::istringstream lines(snapshot.proc_modules.text.value_or(""));
+// The first line of a /proc file that starts with `prefix`, "" when there is none.
+std::string lineStartingWith(const std::string& text, const std::string& prefix) {
+  std::istringstream lines(text);
   for (std::string line; std::getline(lines, line);) {
-    if (line.rfind(module + " ", 0) == 0) {
+    if (line.rfind(prefix, 0) == 0) {
       return line;
     }
   }
@@ -179,7 +179,8 @@ PeerMemory loadedPeerMemory(const NodeSnapshot& snapshot) {
   for (const char* module : kPeerMemoryModules) {
     const auto dir = snapshot.peermem_modules.find(module);
     const bool present = dir != snapshot.peermem_modules.end() && dir->second.text;
-    const std::string line = modulesLine(snapshot, module);
+    const std::string line =
+        lineStartingWith(snapshot.proc_modules.text.value_or(""), std::string(module) + " ");
     if (present || !line.empty()) {
       PeerMemory found{module, {}};
       if (present) {
@@ -229,41 +230,30 @@ struct SoftLimit {
   std::string row;
 };
 SoftLimit memlockRow(const std::string& limits) {
-  std::istringstream lines(limits);
-  for (std::string line; std::getline(lines, line);) {
-    if (line.rfind("Max locked memory", 0) != 0) {
-      continue;
-    }
-    SoftLimit out;
-    out.row = trimmed(line);
-    std::istringstream words(line.substr(std::string("Max locked memory").size()));
-    std::string soft;
-    words >> soft;
-    if (soft == "unlimited") {
-      out.found = true;
-    } else if (auto value = parseUnsigned(soft)) {
-      out.found = true;
-      out.bytes = *value;
-    }
-    return out;
+  const std::string name = "Max locked memory";
+  const std::string line = lineStartingWith(limits, name);
+  if (line.empty()) {
+    return {};
   }
-  return {};
+  SoftLimit out;
+  out.row = trimmed(line);
+  std::istringstream words(line.substr(name.size()));
+  std::string soft;
+  words >> soft;
+  if (soft == "unlimited") {
+    out.found = true;
+  } else if (auto value = parseUnsigned(soft)) {
+    out.found = true;
+    out.bytes = *value;
+  }
+  return out;
 }
 
 // A "Name:\tv1\tv2..." row of /proc/<pid>/status, its words.
 std::vector<std::string> statusRow(const std::string& status, const std::string& name) {
-  std::istringstream lines(status);
-  for (std::string line; std::getline(lines, line);) {
-    if (line.rfind(name + ":", 0) == 0) {
-      std::istringstream words(line.substr(name.size() + 1));
-      std::vector<std::string> out;
-      for (std::string w; words >> w;) {
-        out.push_back(w);
-      }
-      return out;
-    }
-  }
-  return {};
+  const std::string line = lineStartingWith(status, name + ":");
+  std::istringstream words(line.empty() ? "" : line.substr(name.size() + 1));
+  return {std::istream_iterator<std::string>(words), std::istream_iterator<std::string>()};
 }
 
 } // namespace
