@@ -887,15 +887,13 @@ Check checkVersions(const NodeTopology& topology, const NodeSnapshot& snapshot) 
   Check check{"versions", Verdict::kOk, "", "", {}};
   check.evidence = evidenceOf({&snapshot.osrelease, &snapshot.mlx5_core_version,
                                &snapshot.libibverbs, &snapshot.ofed_info});
-  const auto text = [](const FileRead& f) {
-    return f.text ? trimmed(*f.text) : std::string("unknown");
+  const auto text = [](const FileRead& f, const std::string& absent = "unknown") {
+    return f.text ? trimmed(*f.text) : absent;
   };
   std::vector<std::string> parts;
   parts.push_back("kernel " + text(snapshot.osrelease));
-  parts.push_back("mlx5_core " + (snapshot.mlx5_core_version.text
-                                      ? trimmed(*snapshot.mlx5_core_version.text)
-                                      : std::string("unknown (no version file: the inbox "
-                                                    "driver has none)")));
+  parts.push_back("mlx5_core " + text(snapshot.mlx5_core_version,
+                                      "unknown (no version file: the inbox driver has none)"));
   std::map<std::string, std::vector<std::string>> by_fw;
   for (const auto& d : topology.devices) {
     by_fw[d.fw_ver.empty() ? "none" : d.fw_ver].push_back(d.name);
@@ -911,8 +909,7 @@ Check checkVersions(const NodeTopology& topology, const NodeSnapshot& snapshot) 
   parts.push_back("libibverbs " + (rdma_core ? "of rdma-core " + std::to_string(*rdma_core) + " (" +
                                                    text(snapshot.libibverbs) + ")"
                                              : text(snapshot.libibverbs)));
-  parts.push_back("ofed_info -s " + (snapshot.ofed_info.text ? trimmed(*snapshot.ofed_info.text)
-                                                             : std::string("not available")));
+  parts.push_back("ofed_info -s " + text(snapshot.ofed_info, "not available"));
   check.detail = joinStrings(parts, "; ");
   return check;
 }
