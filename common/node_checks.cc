@@ -516,15 +516,11 @@ Check checkGpuDirect(const NodeTopology& topology, const NodeSnapshot& snapshot)
   }
   const PeerMemory peer_memory = loadedPeerMemory(snapshot);
   check.evidence = peer_memory.evidence;
-  for (const Evidence& e :
-       evidenceOf({&snapshot.nvidia_proc_version, &snapshot.nvidia_module_version,
-                   &snapshot.nvidia_taint, &snapshot.osrelease, &snapshot.libibverbs})) {
-    check.evidence.push_back(e);
-  }
-  std::string driver;
-  if (snapshot.nvidia_proc_version.text) {
-    driver = driverVersionOf(*snapshot.nvidia_proc_version.text);
-  }
+  const auto files =
+      evidenceOf({&snapshot.nvidia_proc_version, &snapshot.nvidia_module_version,
+                  &snapshot.nvidia_taint, &snapshot.osrelease, &snapshot.libibverbs});
+  check.evidence.insert(check.evidence.end(), files.begin(), files.end());
+  std::string driver = driverVersionOf(snapshot.nvidia_proc_version.text.value_or(""));
   if (driver.empty() && snapshot.nvidia_module_version.text) {
     driver = trimmed(*snapshot.nvidia_module_version.text);
   }
