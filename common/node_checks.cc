@@ -808,10 +808,7 @@ std::vector<Check> checkPools(const NodeTopology& topology, const PluginConfig& 
       members.push_back(portName(hp));
       const RdmaDevice* device = topology.findDevice(hp.device);
       for (const auto& p : device->ports) {
-        if (p.number != hp.port) {
-          continue;
-        }
-        if (!p.active()) {
+        if (p.number == hp.port && !p.active()) {
           unusable.push_back(portName(hp) + " is " + toString(p.state));
           check.evidence.push_back(
               {portAttributePath(snapshot, hp.device, hp.port, "state"), toString(p.state)});
@@ -829,10 +826,8 @@ std::vector<Check> checkPools(const NodeTopology& topology, const PluginConfig& 
     std::vector<std::pair<std::string, std::vector<std::string>>> reasons;
     bool only_absent_kinds = true; // left out only because the node has no port of this kind
     for (const auto& left : explained.left_out) {
-      std::string why = toString(left.rule);
-      if (left.rule == PoolRule::kEarlierPool) {
-        why = "taken by " + left.taken_by;
-      }
+      const std::string why =
+          left.rule == PoolRule::kEarlierPool ? "taken by " + left.taken_by : toString(left.rule);
       only_absent_kinds =
           only_absent_kinds && (left.rule == PoolRule::kManagement || left.rule == PoolRule::kVf ||
                                 left.rule == PoolRule::kLinkLayer);
