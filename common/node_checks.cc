@@ -662,14 +662,17 @@ Check checkRoceMtu(const NodeTopology& topology, const PluginConfig& config,
 Check checkRoceEcn(const NodeTopology& topology, const PluginConfig& config,
                    const NodeSnapshot& snapshot) {
   Check check{"roce-ecn", Verdict::kOk, "", "", {}};
+  const auto data_ports = roceDataPorts(topology, config);
+  if (data_ports.empty()) {
+    check.detail = "no RoCE data ports";
+    return check;
+  }
   std::vector<std::string> reports;
   std::vector<std::string> absent;
   std::set<std::pair<std::string, std::string>> signatures;
   bool np_anywhere = false;
   bool rp_anywhere = false;
-  size_t ports = 0;
-  for (const auto& [port, netdev] : roceDataPorts(topology, config)) {
-    ++ports;
+  for (const auto& [port, netdev] : data_ports) {
     const auto it = snapshot.netdevs.find(netdev);
     if (it == snapshot.netdevs.end() || (it->second.ecn_np.empty() && it->second.ecn_rp.empty())) {
       absent.push_back(netdev);
@@ -687,10 +690,6 @@ Check checkRoceEcn(const NodeTopology& topology, const PluginConfig& config,
     rp_anywhere = rp_anywhere || rp != "none";
     signatures.insert({np, rp});
     reports.push_back(netdev + " np " + np + " rp " + rp);
-  }
-  if (ports == 0) {
-    check.detail = "no RoCE data ports";
-    return check;
   }
   if (reports.empty()) {
     check.verdict = Verdict::kUnknown;
