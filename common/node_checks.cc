@@ -973,13 +973,11 @@ std::vector<Check> runNodeChecks(const NodeTopology& topology, const PluginConfi
       checkGpuDirect(topology, snapshot),       checkIommu(topology, snapshot),
       checkRoceMtu(topology, config, snapshot), checkRoceEcn(topology, config, snapshot),
       checkFirmware(topology, snapshot),        checkPoolRates(topology, config, snapshot)};
-  for (auto& c : checkPools(topology, config, snapshot)) {
-    checks.push_back(std::move(c));
-  }
+  const auto pools = checkPools(topology, config, snapshot);
+  checks.insert(checks.end(), pools.begin(), pools.end());
   checks.push_back(checkVersions(topology, snapshot));
-  for (auto& c : checkWorkload(snapshot)) {
-    checks.push_back(std::move(c));
-  }
+  const auto workload = checkWorkload(snapshot);
+  checks.insert(checks.end(), workload.begin(), workload.end());
   return checks;
 }
 
