@@ -1,5 +1,6 @@
 #include "plugin/rdmactl/doctor.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -24,12 +25,9 @@ std::string bytesText(uint64_t bytes) {
 }
 
 const std::string* envValue(const NcclEnv& env, const std::string& name) {
-  for (const auto& [n, v] : env) {
-    if (n == name) {
-      return &v;
-    }
-  }
-  return nullptr;
+  const auto it =
+      std::find_if(env.begin(), env.end(), [&](const auto& entry) { return entry.first == name; });
+  return it == env.end() ? nullptr : &it->second;
 }
 
 bool isRoce(const Port& p) {
@@ -66,11 +64,10 @@ Check roceGids(const NodeTopology& topo) {
         continue;
       }
       ++roce;
-      bool found = false;
-      for (const auto& g : p.gids) {
-        found = found || (g.type == GidType::kRoceV2 && !g.ipv4.empty());
-      }
-      if (!found) {
+      const bool v2_ipv4 = std::any_of(p.gids.begin(), p.gids.end(), [](const GidEntry& g) {
+        return g.type == GidType::kRoceV2 && !g.ipv4.empty();
+      });
+      if (!v2_ipv4) {
         missing.push_back(d.name + " port " + std::to_string(p.number) +
                           (p.netdev.empty() ? "" : " (" + p.netdev + ")"));
       }
@@ -294,12 +291,8 @@ std::vector<Check> runDoctor(const DoctorInput& in) {
 }
 
 bool anyFailed(const std::vector<Check>& checks) {
-  for (const auto& c : checks) {
-    if (c.verdict == Verdict::kFail) {
-      return true;
-    }
-  }
-  return false;
+  return std::any_of(checks.begin(), checks.end(),
+                     [](const Check& c) { return c.verdict == Verdict::kFail; });
 }
 
 std::string renderChecksText(const std::vector<Check>& checks) {
