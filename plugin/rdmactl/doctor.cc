@@ -115,10 +115,8 @@ Check memlock(const ProcessFacts& p) {
   const std::string hint =
       "add securityContext.capabilities.add: [IPC_LOCK] (the webhook does for RDMA pods) or run "
       "with ulimit -l unlimited; without it memory registration fails with ENOMEM";
-  if (*p.memlock_bytes < kMemlockFailBytes) {
-    return {"memlock", Verdict::kFail, limit + " and CAP_IPC_LOCK is missing", hint};
-  }
-  return {"memlock", Verdict::kWarn, limit + " and CAP_IPC_LOCK is missing", hint};
+  return {"memlock", *p.memlock_bytes < kMemlockFailBytes ? Verdict::kFail : Verdict::kWarn,
+          limit + " and CAP_IPC_LOCK is missing", hint};
 }
 
 Check devShm(const ProcessFacts& p) {
@@ -128,13 +126,10 @@ Check devShm(const ProcessFacts& p) {
     return {"dev-shm", Verdict::kFail, "/dev/shm is not mounted", hint};
   }
   const std::string size = "/dev/shm is " + bytesText(*p.shm_bytes);
-  if (*p.shm_bytes < kShmFailBytes) {
-    return {"dev-shm", Verdict::kFail, size, hint};
+  if (*p.shm_bytes >= kShmWarnBytes) {
+    return {"dev-shm", Verdict::kOk, size, ""};
   }
-  if (*p.shm_bytes < kShmWarnBytes) {
-    return {"dev-shm", Verdict::kWarn, size, hint};
-  }
-  return {"dev-shm", Verdict::kOk, size, ""};
+  return {"dev-shm", *p.shm_bytes < kShmFailBytes ? Verdict::kFail : Verdict::kWarn, size, hint};
 }
 
 Check ibHca(const NodeTopology& topo, const std::string& value) {
