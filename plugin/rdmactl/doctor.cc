@@ -253,9 +253,8 @@ std::vector<Check> runDoctor(const DoctorInput& in) {
     checks.push_back(uverbsNodes(in));
   }
   if (in.config != nullptr && in.snapshot != nullptr) {
-    for (auto& c : runNodeChecks(topo, *in.config, *in.snapshot)) {
-      checks.push_back(std::move(c));
-    }
+    const auto node_checks = runNodeChecks(topo, *in.config, *in.snapshot);
+    checks.insert(checks.end(), node_checks.begin(), node_checks.end());
   }
   checks.push_back(memlock(in.process));
   checks.push_back(devShm(in.process));
