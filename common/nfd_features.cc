@@ -4,11 +4,6 @@
 #include <set>
 
 namespace kube_rdma {
-namespace {
-
-constexpr char kNamespace[] = "kube-rdma.io/";
-
-} // namespace
 
 NodeLabels nodeLabels(const NodeTopology& topology, const std::vector<NodePool>& pools,
                       bool gpudirect_ready) {
@@ -39,7 +34,7 @@ NodeLabels nodeLabels(const NodeTopology& topology, const std::vector<NodePool>&
   if (ports == 0) {
     return labels;
   }
-  const std::string ns = kNamespace;
+  const std::string ns = "kube-rdma.io/";
   labels[ns + "rdma"] = "true";
   if (link_layers.count(LinkLayer::kInfiniBand)) {
     labels[ns + "infiniband"] = "true";
