@@ -84,12 +84,9 @@ NodeSnapshot readNodeSnapshot(const SnapshotRoots& roots, const NodeTopology& to
   s.sysfs_root = roots.sysfs_root;
   const std::string& sys = roots.sysfs_root;
   const std::string& proc = roots.proc_root;
-  std::set<std::string> functions;
-  const auto add_path = [&functions](const std::vector<std::string>& path) {
-    functions.insert(path.begin(), path.end());
-  };
+  std::set<std::string> functions; // every PCI function on an HCA's or a GPU's path
   for (const auto& d : topology.devices) {
-    add_path(d.pcie_path);
+    functions.insert(d.pcie_path.begin(), d.pcie_path.end());
     for (const auto& p : d.ports) {
       if (p.link_layer == LinkLayer::kEthernet && !p.netdev.empty()) {
         const std::string dir = sys + "/class/net/" + p.netdev;
@@ -99,15 +96,14 @@ NodeSnapshot readNodeSnapshot(const SnapshotRoots& roots, const NodeTopology& to
     }
   }
   for (const auto& g : topology.gpus) {
-    add_path(g.pcie_path);
+    functions.insert(g.pcie_path.begin(), g.pcie_path.end());
   }
   for (const auto& address : functions) {
     s.pci[address] = readPciFunction(sys, address);
   }
   s.dev_root = roots.dev_root;
-  for (const auto& name : listDirectory(roots.dev_root + "/infiniband")) {
-    s.uverbs_nodes.insert(name);
-  }
+  const auto uverbs_nodes = listDirectory(roots.dev_root + "/infiniband");
+  s.uverbs_nodes.insert(uverbs_nodes.begin(), uverbs_nodes.end());
   s.osrelease = readText(proc + "/sys/kernel/osrelease");
   s.proc_modules = readText(proc + "/modules", kProcFileBytes);
   for (const char* module : kPeerMemoryModules) {
