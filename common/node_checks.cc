@@ -393,11 +393,6 @@ Check checkPcieLinks(const NodeTopology& topology, const NodeSnapshot& snapshot)
     }
     all.insert(all.end(), read.begin(), read.end());
     const size_t problems_before = problems.size();
-    const auto keep_if_problem = [&] {
-      if (problems.size() > problems_before) {
-        check.evidence.insert(check.evidence.end(), read.begin(), read.end());
-      }
-    };
     const auto width = parseUnsigned(files->current_link_width.text.value_or(""));
     const auto max_width = parseUnsigned(files->max_link_width.text.value_or(""));
     const auto speed = parseLinkSpeed(files->current_link_speed.text.value_or(""));
@@ -405,22 +400,23 @@ Check checkPcieLinks(const NodeTopology& topology, const NodeSnapshot& snapshot)
     if (!width || !max_width || !speed || !max_speed) {
       check.verdict = worse(check.verdict, Verdict::kUnknown);
       problems.push_back(end.label + ": link attributes absent or unreadable");
-      keep_if_problem();
-      continue;
+    } else {
+      if (*width < *max_width) {
+        check.verdict = Verdict::kFail;
+        problems.push_back(end.label + " trained at x" + std::to_string(*width) + " of x" +
+                           std::to_string(*max_width));
+      }
+      if (*speed < *max_speed) {
+        // GPUs lower their link speed when idle; a slow HCA link stays slow.
+        check.verdict = worse(check.verdict, end.gpu ? Verdict::kWarn : Verdict::kFail);
+        problems.push_back(end.label + " runs at " + trimmed(*files->current_link_speed.text) +
+                           " of " + trimmed(*files->max_link_speed.text) +
+                           (end.gpu ? " (an idle GPU lowers its speed)" : ""));
+      }
     }
-    if (*width < *max_width) {
-      check.verdict = Verdict::kFail;
-      problems.push_back(end.label + " trained at x" + std::to_string(*width) + " of x" +
-                         std::to_string(*max_width));
+    if (problems.size() > problems_before) {
+      check.evidence.insert(check.evidence.end(), read.begin(), read.end());
     }
-    if (*speed < *max_speed) {
-      // GPUs lower their link speed when idle; a slow HCA link stays slow.
-      check.verdict = worse(check.verdict, end.gpu ? Verdict::kWarn : Verdict::kFail);
-      problems.push_back(end.label + " runs at " + trimmed(*files->current_link_speed.text) +
-                         " of " + trimmed(*files->max_link_speed.text) +
-                         (end.gpu ? " (an idle GPU lowers its speed)" : ""));
-    }
-    keep_if_problem();
   }
   if (problems.empty()) {
     check.evidence = std::move(all);
