@@ -951,7 +951,7 @@ std::vector<Check> checkWorkload(const NodeSnapshot& snapshot) {
   } else if (!limit.bytes) {
     memlock.detail = soft;
   } else {
-    memlock.verdict = *limit.bytes < kWorkloadMemlockFailBytes ? Verdict::kFail : Verdict::kWarn;
+    memlock.verdict = *limit.bytes < kMemlockFailBytes ? Verdict::kFail : Verdict::kWarn;
     memlock.detail =
         soft + (ipc_lock ? "; CAP_IPC_LOCK does not help a non-root process" : "; no CAP_IPC_LOCK");
     memlock.hint = "RDMA memory registration is capped by this limit: let kube-rdma's CDI "

@@ -139,8 +139,8 @@ constexpr std::pair<int, int> kDmabufKernel = {5, 12};
 // (part of NVIDIA's driver since R470) and nv_peer_mem, its MLNX_OFED-era predecessor. Either
 // one will do; the checks name the first of these that is loaded.
 inline constexpr const char* kPeerMemoryModules[] = {"nvidia_peermem", "nv_peer_mem"};
-// Below this a finite memlock soft limit cannot pin NCCL's buffers.
-constexpr uint64_t kWorkloadMemlockFailBytes = 1ull << 30;
+// Below this a finite memlock soft limit cannot pin NCCL's buffers (the workload's; rdmactl's own).
+constexpr uint64_t kMemlockFailBytes = 1ull << 30;
 
 // Each check on its own (tests call them one by one); runNodeChecks runs them all.
 Check checkPcieLinks(const NodeTopology& topology, const NodeSnapshot& snapshot);

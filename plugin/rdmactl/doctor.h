@@ -48,10 +48,8 @@ std::string renderChecksText(const std::vector<Check>& checks);
 std::string renderChecksJson(const std::vector<Check>& checks);
 
 // Thresholds: below kShmFailBytes NCCL's shared-memory transport fails to extend /dev/shm (the
-// container default is 64 MiB); below kShmWarnBytes large jobs may; a finite RLIMIT_MEMLOCK
-// without CAP_IPC_LOCK below kMemlockFailBytes cannot pin NCCL's buffers.
+// container default is 64 MiB); below kShmWarnBytes large jobs may. Memlock: node_checks.h.
 constexpr uint64_t kShmFailBytes = 256ull << 20;
 constexpr uint64_t kShmWarnBytes = 1ull << 30;
-constexpr uint64_t kMemlockFailBytes = 1ull << 30;
 
 } // namespace kube_rdma
