@@ -47,7 +47,6 @@ struct Check {
 struct FileRead {
   std::string path;
   std::optional<std::string> text;
-  bool operator==(const FileRead&) const = default;
 };
 
 // The files of one PCI function (an HCA, a GPU or a bridge between them).
@@ -58,7 +57,6 @@ struct PciFunctionFiles {
   FileRead max_link_speed;
   FileRead config;           // raw config space: 64 bytes without CAP_SYS_ADMIN, 4096 with
   FileRead iommu_group_type; // iommu_group/type: "DMA", "DMA-FQ", "identity", ...
-  bool operator==(const PciFunctionFiles&) const = default;
 };
 
 // A RoCE data netdev.
@@ -68,7 +66,6 @@ struct NetdevFiles {
   // when the driver has no ecn directory (inbox mlx5 has none, MLNX_OFED/DOCA do).
   std::map<int, FileRead> ecn_np;
   std::map<int, FileRead> ecn_rp;
-  bool operator==(const NetdevFiles&) const = default;
 };
 
 // The container's own process 1 as `rdmactl doctor` sees it from inside a pod.
@@ -77,7 +74,6 @@ struct WorkloadFiles {
   std::optional<std::string> kube_rdma_cdi; // KUBE_RDMA_CDI (our CDI specs set "1")
   FileRead limits;                          // <proc>/1/limits
   FileRead status;                          // <proc>/1/status
-  bool operator==(const WorkloadFiles&) const = default;
 };
 
 struct NodeSnapshot {
@@ -97,7 +93,6 @@ struct NodeSnapshot {
   FileRead libibverbs;            // the libibverbs file this process loaded (its realpath)
   FileRead ofed_info;             // `ofed_info -s` output when it was run
   WorkloadFiles workload;
-  bool operator==(const NodeSnapshot&) const = default;
 };
 
 // rdma-core's version from the file name of its libibverbs ("libibverbs.so.1.14.44.0" -> 44:
