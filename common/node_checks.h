@@ -25,7 +25,6 @@ std::string toString(Verdict verdict); // "ok", "warn", "fail", "unknown"
 struct Evidence {
   std::string path;
   std::string value;
-  bool operator==(const Evidence&) const = default;
 };
 
 struct Check {
@@ -40,7 +39,6 @@ struct Check {
   std::string detail; // what was found
   std::string hint;   // what to do about it; empty when ok
   std::vector<Evidence> evidence;
-  bool operator==(const Check&) const = default;
 };
 
 // A file as read: nullopt text when it is absent or unreadable.
