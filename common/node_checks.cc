@@ -59,11 +59,6 @@ std::vector<Evidence> evidenceOf(std::initializer_list<const FileRead*> files) {
   return out;
 }
 
-// Evidence for a binary file: its size, not its bytes.
-Evidence sizeEvidence(const FileRead& file) {
-  return {file.path, file.text ? std::to_string(file.text->size()) + " bytes" : "(absent)"};
-}
-
 const PciFunctionFiles* pciFiles(const NodeSnapshot& snapshot, const std::string& address) {
   const auto it = snapshot.pci.find(address);
   return it == snapshot.pci.end() ? nullptr : &it->second;
@@ -455,9 +450,9 @@ Check checkPcieAcs(const NodeTopology& topology, const NodeSnapshot& snapshot) {
         }
         const AcsControl acs = findAcsControl(*files->config.text);
         if (acs.found == AcsControl::Found::kTruncated) {
-          check.evidence.push_back(sizeEvidence(files->config));
-          unreadable.push_back(bridge + " (config space stops at " +
-                               std::to_string(files->config.text->size()) + " bytes)");
+          const std::string size = std::to_string(files->config.text->size()) + " bytes";
+          check.evidence.push_back({files->config.path, size}); // binary: its size, not its bytes
+          unreadable.push_back(bridge + " (config space stops at " + size + ")");
           continue;
         }
         if (acs.found == AcsControl::Found::kAbsent) {
