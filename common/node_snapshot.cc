@@ -1,12 +1,12 @@
 #include "common/node_snapshot.h"
 
 #include <dlfcn.h>
-#include <fcntl.h>
 #include <infiniband/verbs.h>
 #include <unistd.h>
 
 #include <climits>
 #include <cstdlib>
+#include <fstream>
 #include <set>
 
 #include "common/sysfs_attributes.h"
@@ -29,27 +29,14 @@ FileRead readText(const std::string& path, size_t max_bytes = kMaxAttributeBytes
 
 // Binary content as it is: readAttribute would drop a last byte that happens to be '\n'.
 FileRead readBytes(const std::string& path, size_t max_bytes) {
-  FileRead f{path, std::nullopt};
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    return f;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return {path, std::nullopt};
   }
-  std::string bytes;
-  char buf[1024];
-  while (bytes.size() < max_bytes) {
-    const ssize_t n = ::read(fd, buf, sizeof(buf));
-    if (n < 0 && errno == EINTR) {
-      continue;
-    }
-    if (n <= 0) {
-      break;
-    }
-    bytes.append(buf, static_cast<size_t>(n));
-  }
-  ::close(fd);
-  bytes.resize(std::min(bytes.size(), max_bytes));
-  f.text = std::move(bytes);
-  return f;
+  std::string bytes(max_bytes, '\0');
+  in.read(bytes.data(), static_cast<std::streamsize>(max_bytes));
+  bytes.resize(static_cast<size_t>(in.gcount()));
+  return {path, std::move(bytes)};
 }
 
 // A directory whose presence is the fact: "" when it is there.
