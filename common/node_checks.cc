@@ -585,14 +585,12 @@ Check checkIommu(const NodeTopology& topology, const NodeSnapshot& snapshot) {
       fine.push_back(evidenceOf(files->iommu_group_type));
     }
   }
-  if (translating.empty()) {
-    check.evidence = std::move(fine);
-  }
   if (grouped == 0) {
     check.detail = "no IOMMU group on the HCAs and GPUs (IOMMU off)";
     return check;
   }
   if (translating.empty()) {
+    check.evidence = std::move(fine);
     check.detail = "the IOMMU passes the HCAs' and GPUs' DMA through (" + std::to_string(grouped) +
                    " PCI functions)";
     return check;
