@@ -68,10 +68,10 @@ std::string portName(const HcaPort& port) {
   return port.device + ":" + std::to_string(port.port);
 }
 
-std::string portAttributePath(const NodeSnapshot& snapshot, const std::string& device,
-                              uint32_t port, const std::string& attribute) {
-  return snapshot.sysfs_root + "/class/infiniband/" + device + "/ports/" + std::to_string(port) +
-         "/" + attribute;
+std::string portAttributePath(const NodeSnapshot& snapshot, const HcaPort& port,
+                              const std::string& attribute) {
+  return snapshot.sysfs_root + "/class/infiniband/" + port.device + "/ports/" +
+         std::to_string(port.port) + "/" + attribute;
 }
 
 // A PCI function whose link the checks judge: every HCA that is a PCI function of its own
@@ -756,8 +756,7 @@ Check checkPoolRates(const NodeTopology& topology, const PluginConfig& config,
       for (const auto& p : topology.findDevice(hp.device)->ports) {
         if (p.number == hp.port && p.active()) {
           by_rate[p.rate_gbps].push_back(portName(hp));
-          check.evidence.push_back(
-              {portAttributePath(snapshot, hp.device, hp.port, "rate"), p.rate});
+          check.evidence.push_back({portAttributePath(snapshot, hp, "rate"), p.rate});
         }
       }
     }
@@ -798,8 +797,7 @@ std::vector<Check> checkPools(const NodeTopology& topology, const PluginConfig& 
       for (const auto& p : device->ports) {
         if (p.number == hp.port && !p.active()) {
           unusable.push_back(portName(hp) + " is " + toString(p.state));
-          check.evidence.push_back(
-              {portAttributePath(snapshot, hp.device, hp.port, "state"), toString(p.state)});
+          check.evidence.push_back({portAttributePath(snapshot, hp, "state"), toString(p.state)});
         }
       }
       if (device->uverbs.empty() || snapshot.uverbs_nodes.count(device->uverbs) == 0) {
