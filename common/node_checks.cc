@@ -896,12 +896,10 @@ std::vector<Check> checkWorkload(const NodeSnapshot& snapshot) {
   if (!w.in_pod) {
     return {};
   }
-  std::vector<Check> checks;
-  Check cdi{"cdi", Verdict::kOk, "", "", {}};
+  Check cdi{"cdi", Verdict::kOk, "", "", {{"KUBE_RDMA_CDI", w.kube_rdma_cdi.value_or("(unset)")}}};
   const bool rdma_nodes =
       std::any_of(snapshot.uverbs_nodes.begin(), snapshot.uverbs_nodes.end(),
                   [](const std::string& n) { return n.rfind("uverbs", 0) == 0; });
-  cdi.evidence.push_back({"KUBE_RDMA_CDI", w.kube_rdma_cdi.value_or("(unset)")});
   if (w.kube_rdma_cdi == "1") {
     cdi.detail = "KUBE_RDMA_CDI=1: the runtime applied kube-rdma's CDI spec";
   } else if (!rdma_nodes) {
@@ -913,7 +911,6 @@ std::vector<Check> checkWorkload(const NodeSnapshot& snapshot) {
     cdi.hint = "containerd 1.7 ignores CDI unless enable_cdi = true in its CRI config; turn it "
                "on, or ignore this when the plugin does not run in CDI mode";
   }
-  checks.push_back(std::move(cdi));
 
   Check memlock{"workload-memlock", Verdict::kOk, "", "", {}};
   memlock.evidence = {evidenceOf(w.limits), evidenceOf(w.status)};
@@ -922,8 +919,7 @@ std::vector<Check> checkWorkload(const NodeSnapshot& snapshot) {
     memlock.verdict = Verdict::kUnknown;
     memlock.detail = "no \"Max locked memory\" row in " + w.limits.path;
     memlock.evidence.front().value = limit.row.empty() ? "(no row)" : limit.row;
-    checks.push_back(std::move(memlock));
-    return checks;
+    return {cdi, memlock};
   }
   memlock.evidence.front().value = limit.row;
   const auto uid = statusRow(w.status.text.value_or(""), "Uid");
@@ -949,8 +945,7 @@ std::vector<Check> checkWorkload(const NodeSnapshot& snapshot) {
                    "memlock hook raise it (CDI on in the runtime) or run the workload as root "
                    "with IPC_LOCK";
   }
-  checks.push_back(std::move(memlock));
-  return checks;
+  return {cdi, memlock};
 }
 
 std::vector<Check> runNodeChecks(const NodeTopology& topology, const PluginConfig& config,
