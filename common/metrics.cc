@@ -20,10 +20,6 @@ void Gauge::set(double value) {
   std::lock_guard<std::mutex> lock(mutex_);
   value_ = value;
 }
-void Gauge::add(double by) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  value_ += by;
-}
 double Gauge::value() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return value_;
@@ -62,7 +58,7 @@ MetricsRegistry::Family& MetricsRegistry::family(const std::string& name, Metric
   auto it = families_.find(name);
   if (it == families_.end()) {
     order_.push_back(name);
-    it = families_.emplace(name, Family{type, help, {}, {}, {}, {}}).first;
+    it = families_.emplace(name, Family{type, help, {}, {}, {}}).first;
   }
   return it->second;
 }
@@ -70,33 +66,21 @@ MetricsRegistry::Family& MetricsRegistry::family(const std::string& name, Metric
 Counter& MetricsRegistry::counter(const std::string& name, const std::string& help,
                                   const Labels& labels) {
   std::lock_guard<std::mutex> lock(mutex_);
-  auto& slot = family(name, MetricType::kCounter, help).counters[labels];
-  if (!slot) {
-    slot = std::make_unique<Counter>();
-  }
-  return *slot;
+  return family(name, MetricType::kCounter, help).counters.try_emplace(labels).first->second;
 }
 
 Gauge& MetricsRegistry::gauge(const std::string& name, const std::string& help,
                               const Labels& labels) {
   std::lock_guard<std::mutex> lock(mutex_);
-  auto& slot = family(name, MetricType::kGauge, help).gauges[labels];
-  if (!slot) {
-    slot = std::make_unique<Gauge>();
-  }
-  return *slot;
+  return family(name, MetricType::kGauge, help).gauges.try_emplace(labels).first->second;
 }
 
 Histogram& MetricsRegistry::histogram(const std::string& name, const std::string& help,
                                       const std::vector<double>& bounds, const Labels& labels) {
   std::lock_guard<std::mutex> lock(mutex_);
-  auto& fam = family(name, MetricType::kHistogram, help);
-  fam.bounds = bounds;
-  auto& slot = fam.histograms[labels];
-  if (!slot) {
-    slot = std::make_unique<Histogram>(bounds);
-  }
-  return *slot;
+  return family(name, MetricType::kHistogram, help)
+      .histograms.try_emplace(labels, bounds)
+      .first->second;
 }
 
 void MetricsRegistry::clearGauge(const std::string& name) {
@@ -177,13 +161,13 @@ std::string MetricsRegistry::render() const {
     const Family& fam = families_.at(name);
     renderHeader(out, name, fam.help, fam.type);
     for (const auto& [labels, c] : fam.counters) {
-      out << name << renderLabels(labels) << ' ' << formatValue(c->value()) << '\n';
+      out << name << renderLabels(labels) << ' ' << formatValue(c.value()) << '\n';
     }
     for (const auto& [labels, g] : fam.gauges) {
-      out << name << renderLabels(labels) << ' ' << formatValue(g->value()) << '\n';
+      out << name << renderLabels(labels) << ' ' << formatValue(g.value()) << '\n';
     }
     for (const auto& [labels, h] : fam.histograms) {
-      const auto snap = h->snapshot();
+      const auto snap = h.snapshot();
       for (size_t i = 0; i < snap.bounds.size(); ++i) {
         out << name << "_bucket" << renderLabels(labels, "le", formatValue(snap.bounds[i])) << ' '
             << snap.cumulative[i] << '\n';

@@ -2,7 +2,6 @@
 
 #include <atomic>
 #include <map>
-#include <memory>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -29,7 +28,6 @@ private:
 class Gauge {
 public:
   void set(double value);
-  void add(double by);
   double value() const;
 
 private:
@@ -85,13 +83,13 @@ public:
   std::string render() const;
 
 private:
+  // Map nodes never move: the references handed out stay valid as series are added.
   struct Family {
     MetricType type;
     std::string help;
-    std::vector<double> bounds;
-    std::map<Labels, std::unique_ptr<Counter>> counters;
-    std::map<Labels, std::unique_ptr<Gauge>> gauges;
-    std::map<Labels, std::unique_ptr<Histogram>> histograms;
+    std::map<Labels, Counter> counters;
+    std::map<Labels, Gauge> gauges;
+    std::map<Labels, Histogram> histograms;
   };
   Family& family(const std::string& name, MetricType type, const std::string& help);
 
