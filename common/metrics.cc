@@ -7,24 +7,6 @@
 
 namespace kube_rdma {
 
-void Counter::inc(double by) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  value_ += by;
-}
-double Counter::value() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return value_;
-}
-
-void Gauge::set(double value) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  value_ = value;
-}
-double Gauge::value() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return value_;
-}
-
 Histogram::Histogram(std::vector<double> upper_bounds)
     : bounds_(std::move(upper_bounds)), buckets_(bounds_.size() + 1, 0) {}
 

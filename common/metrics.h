@@ -17,22 +17,20 @@ enum class MetricType { kCounter, kGauge, kHistogram };
 
 class Counter {
 public:
-  void inc(double by = 1.0);
-  double value() const;
+  void inc(double by = 1.0) { value_ += by; }
+  double value() const { return value_; }
 
 private:
-  mutable std::mutex mutex_;
-  double value_ = 0;
+  std::atomic<double> value_{0};
 };
 
 class Gauge {
 public:
-  void set(double value);
-  double value() const;
+  void set(double value) { value_ = value; }
+  double value() const { return value_; }
 
 private:
-  mutable std::mutex mutex_;
-  double value_ = 0;
+  std::atomic<double> value_{0};
 };
 
 class Histogram {
