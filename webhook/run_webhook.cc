@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "common/file_watcher.h"
+#include "common/nfd_features.h"
 #include "common/strings.h"
 #include "common/webhook_policy.h"
 #include "kubeclient/api_client.h"
@@ -20,19 +21,6 @@
 
 namespace kube_rdma {
 namespace {
-
-std::string expiry(const CertificateStore& store) {
-  const auto pair = store.current();
-  if (pair == nullptr) {
-    return "";
-  }
-  const std::time_t t = std::chrono::system_clock::to_time_t(pair->notAfter());
-  std::tm utc{};
-  gmtime_r(&t, &utc);
-  char text[32];
-  std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return text;
-}
 
 // Each connection is a descriptor. Runtimes may give containers a soft limit of 1,024 with a
 // far higher hard limit; raise the soft one to the hard one (as Go programs do at start) and say
@@ -113,7 +101,8 @@ int run(const WebhookFlags& flags) {
       logger.error("certificate not loaded, the last good one stays",
                    {{"error", s.error().message}});
     } else {
-      logger.info("certificate loaded", {{"not_after", expiry(certificates)}});
+      logger.info("certificate loaded",
+                  {{"not_after", rfc3339Utc(certificates.current()->notAfter())}});
     }
   };
   const auto reload_policy = [&] {
