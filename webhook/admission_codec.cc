@@ -7,6 +7,7 @@
 #include <simdjson.h>
 
 #include "common/json_depth.h"
+#include "webhook/pod_fields.h"
 
 namespace kube_rdma {
 namespace {
@@ -35,12 +36,6 @@ std::string notJsonReason(std::string_view body, simdjson::error_code code) {
   } catch (const json::exception&) { // a number too large for a double: simdjson's reason
   }
   return "body not JSON: " + std::string(simdjson::error_message(code));
-}
-
-std::string stringField(dom::element object, std::string_view key) {
-  std::string_view value;
-  return object[key].get_string().get(value) == simdjson::SUCCESS ? std::string(value)
-                                                                  : std::string();
 }
 
 std::string base64(std::string_view bytes) {
@@ -83,7 +78,7 @@ Result<AdmissionRequest> decodeAdmissionReview(std::string_view body, dom::parse
     return makeError("body is not an AdmissionReview: not a JSON object");
   }
   AdmissionRequest request;
-  const std::string api_version = stringField(review, "apiVersion");
+  const std::string_view api_version = stringMember(review, "apiVersion");
   if (api_version == kV1) {
     request.version = ReviewVersion::kV1;
   } else if (api_version == kV1beta1) {
@@ -92,27 +87,27 @@ Result<AdmissionRequest> decodeAdmissionReview(std::string_view body, dom::parse
     return makeError("apiVersion must be admission.k8s.io/v1 or v1beta1, got " +
                      json(api_version).dump());
   }
-  if (stringField(review, "kind") != "AdmissionReview") {
+  if (stringMember(review, "kind") != "AdmissionReview") {
     return makeError("kind must be AdmissionReview, got " +
-                     json(stringField(review, "kind")).dump());
+                     json(stringMember(review, "kind")).dump());
   }
-  dom::element in;
-  if (review["request"].get(in) != simdjson::SUCCESS || !in.is_object()) {
+  JsonElement in;
+  if (!member(review, "request", in) || !in.is_object()) {
     return makeError("AdmissionReview has no request object");
   }
-  request.uid = stringField(in, "uid");
+  request.uid = stringMember(in, "uid");
   if (request.uid.empty()) {
     return makeError("request.uid is missing");
   }
-  request.operation = stringField(in, "operation");
-  if (dom::element kind; in["kind"].get(kind) == simdjson::SUCCESS && kind.is_object()) {
-    request.group = stringField(kind, "group");
-    request.kind = stringField(kind, "kind");
+  request.operation = stringMember(in, "operation");
+  if (JsonElement kind; member(in, "kind", kind)) {
+    request.group = stringMember(kind, "group");
+    request.kind = stringMember(kind, "kind");
   }
-  request.sub_resource = stringField(in, "subResource");
-  request.ns = stringField(in, "namespace");
-  request.name = stringField(in, "name");
-  request.has_object = in["object"].get(request.object) == simdjson::SUCCESS;
+  request.sub_resource = stringMember(in, "subResource");
+  request.ns = stringMember(in, "namespace");
+  request.name = stringMember(in, "name");
+  request.has_object = member(in, "object", request.object);
   return request;
 }
 
