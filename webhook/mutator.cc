@@ -140,18 +140,14 @@ bool pinnedToLabel(JsonElement spec, const std::string& key, const std::string& 
   }
   // Terms are ORed: each one must pin the label, with `In` and that single value.
   return std::all_of(term_list.begin(), term_list.end(), [&](JsonElement term) {
-    JsonElement expressions;
-    if (!member(term, "matchExpressions", expressions) || !expressions.is_array()) {
-      return false;
-    }
-    const simdjson::dom::array list = arrayOf(expressions);
-    return std::any_of(list.begin(), list.end(), [&](JsonElement e) {
-      JsonElement values;
+    const simdjson::dom::array expressions = arrayMember(term, "matchExpressions");
+    return std::any_of(expressions.begin(), expressions.end(), [&](JsonElement e) {
+      const simdjson::dom::array values = arrayMember(e, "values");
       if (stringMember(e, "key") != key || stringMember(e, "operator") != "In" ||
-          !member(e, "values", values) || arrayOf(values).size() != 1 || !values.is_array()) {
+          values.size() != 1) {
         return false;
       }
-      const JsonElement only = *arrayOf(values).begin();
+      const JsonElement only = *values.begin();
       return only.is_string() && stringOf(only) == value;
     });
   });
