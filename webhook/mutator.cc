@@ -89,34 +89,26 @@ Result<ShorthandTarget> resolveShorthandTarget(JsonElement spec,
   if (containers.size() == 0) {
     return makeError(std::string(kRdmaAnnotation) + ": the pod has no containers");
   }
-  JsonElement target = *containers.begin();
-  std::optional<size_t> index = 0;
+  auto target = containers.begin();
   if (hasMember(*annotations, kRdmaContainerAnnotation)) {
     const std::string_view wanted = stringMember(*annotations, kRdmaContainerAnnotation);
-    index.reset();
-    size_t i = 0;
-    for (JsonElement c : containers) {
-      if (!wanted.empty() && stringMember(c, "name") == wanted) {
-        index = i;
-        target = c;
-        break;
-      }
-      ++i;
-    }
-    if (!index) {
+    target = std::find_if(containers.begin(), containers.end(), [wanted](JsonElement c) {
+      return !wanted.empty() && stringMember(c, "name") == wanted;
+    });
+    if (target == containers.end()) {
       return makeError(std::string(kRdmaContainerAnnotation) +
                        " names no container of the pod: " + inQuotes(wanted));
     }
   }
-  if (const std::string* existing = rdmaResourceOf(target, policy)) {
+  if (const std::string* existing = rdmaResourceOf(*target, policy)) {
     if (*existing != request->resource) {
       return makeError(std::string(kRdmaAnnotation) + " asks for " + request->resource +
-                       " but container " + inQuotes(stringMember(target, "name")) +
+                       " but container " + inQuotes(stringMember(*target, "name")) +
                        " already asks for " + *existing);
     }
     return ShorthandTarget{}; // already there: a second pass adds nothing
   }
-  return ShorthandTarget{index, *request};
+  return ShorthandTarget{static_cast<size_t>(std::distance(containers.begin(), target)), *request};
 }
 
 // Whether every node the pod may land on is guaranteed to carry label key=value.
