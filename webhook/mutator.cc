@@ -42,24 +42,6 @@ const std::string* rdmaResourceOf(JsonElement container, const WebhookPolicy& po
   return nullptr;
 }
 
-// `annotations`: the pod's, nullopt when it has none.
-std::string skipReason(std::optional<JsonElement> annotations, const std::string& ns,
-                       const WebhookPolicy& policy) {
-  if (annotations && hasMember(*annotations, kMirrorAnnotation)) {
-    return "mirror pod";
-  }
-  if (annotations && stringMember(*annotations, kInjectAnnotation) == "false") {
-    return "opted out by kube-rdma.io/inject";
-  }
-  if (listContains(policy.exclude_namespaces, ns)) {
-    return "namespace " + ns + " is excluded";
-  }
-  if (!policy.include_namespaces.empty() && !listContains(policy.include_namespaces, ns)) {
-    return "namespace " + ns + " is not included";
-  }
-  return "";
-}
-
 // The container the shorthand annotation adds its resource to, and what it adds.
 struct ShorthandTarget {
   std::optional<size_t> container; // index in spec.containers; nullopt: nothing to add
@@ -569,6 +551,11 @@ void warnAbout(JsonElement spec, const ShmVolumes& volumes, const std::vector<Rd
 MutationResult mutate(JsonElement pod, const std::string& request_namespace,
                       const WebhookPolicy& policy, const PodRdmaClaims& claims) {
   MutationResult result;
+  result.skipped = podSkipReason(pod, request_namespace, policy);
+  JsonElement spec;
+  if (!result.skipped.empty() || !member(pod, "spec", spec)) {
+    return result;
+  }
   JsonElement metadata;
   JsonElement annotations_value;
   const bool has_metadata = member(pod, "metadata", metadata);
@@ -577,11 +564,6 @@ MutationResult mutate(JsonElement pod, const std::string& request_namespace,
           ? std::optional<JsonElement>(annotations_value)
           : std::nullopt;
   const std::string ns = podNamespace(pod, request_namespace);
-  result.skipped = skipReason(annotations, ns, policy);
-  JsonElement spec;
-  if (!result.skipped.empty() || !member(pod, "spec", spec)) {
-    return result;
-  }
   Result<ShorthandTarget> shorthand = resolveShorthandTarget(spec, annotations, ns, policy);
   if (!shorthand.ok()) {
     result.skipped = "bad shorthand";
@@ -710,8 +692,20 @@ std::string podSkipReason(JsonElement pod, const std::string& request_namespace,
   JsonElement annotations;
   const bool has_annotations =
       member(pod, "metadata", metadata) && member(metadata, "annotations", annotations);
-  return skipReason(has_annotations ? std::optional<JsonElement>(annotations) : std::nullopt,
-                    podNamespace(pod, request_namespace), policy);
+  if (has_annotations && hasMember(annotations, kMirrorAnnotation)) {
+    return "mirror pod";
+  }
+  if (has_annotations && stringMember(annotations, kInjectAnnotation) == "false") {
+    return "opted out by kube-rdma.io/inject";
+  }
+  const std::string ns = podNamespace(pod, request_namespace);
+  if (listContains(policy.exclude_namespaces, ns)) {
+    return "namespace " + ns + " is excluded";
+  }
+  if (!policy.include_namespaces.empty() && !listContains(policy.include_namespaces, ns)) {
+    return "namespace " + ns + " is not included";
+  }
+  return "";
 }
 
 MutationResult mutatePod(JsonElement pod, const std::string& request_namespace,
