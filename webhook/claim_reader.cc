@@ -4,10 +4,6 @@
 
 namespace kube_rdma {
 
-ClaimCache::ClaimCache(ApiClient& api, ClockPtr clock, std::chrono::milliseconds ttl,
-                       size_t max_entries)
-    : api_(api), clock_(std::move(clock)), ttl_(ttl), max_entries_(max_entries) {}
-
 Result<nlohmann::json> ClaimCache::read(const std::string& ns, const PodClaimSource& source) {
   const bool from_template = source.claim_name.empty();
   Result<std::string> path = from_template
@@ -34,7 +30,7 @@ Result<nlohmann::json> ClaimCache::read(const std::string& ns, const PodClaimSou
   }
   const nlohmann::json& spec = object->at(where);
   std::lock_guard<std::mutex> lock(mutex_);
-  if (entries_.size() >= max_entries_) {
+  if (entries_.size() >= kMaxEntries) {
     entries_.clear();
   }
   entries_[*path] = Entry{spec, now + ttl_};

@@ -19,9 +19,9 @@ namespace kube_rdma {
 class ClaimCache {
 public:
   // Answers found are kept for `ttl`; errors are not kept (a claim created a moment later must
-  // be found). At most `max_entries` answers are kept; when full, the cache starts over.
-  ClaimCache(ApiClient& api, ClockPtr clock, std::chrono::milliseconds ttl,
-             size_t max_entries = 4096);
+  // be found). At most kMaxEntries answers are kept; when full, the cache starts over.
+  ClaimCache(ApiClient& api, ClockPtr clock, std::chrono::milliseconds ttl)
+      : api_(api), clock_(std::move(clock)), ttl_(ttl) {}
 
   // The ResourceClaimSpec behind `source` in `ns`: the claim's spec, or the template's
   // spec.spec. Errors carry the API server's message.
@@ -37,10 +37,11 @@ private:
     std::chrono::steady_clock::time_point expires;
   };
 
+  static constexpr size_t kMaxEntries = 4096;
+
   ApiClient& api_;
   ClockPtr clock_;
   const std::chrono::milliseconds ttl_;
-  const size_t max_entries_;
   std::mutex mutex_;
   std::map<std::string, Entry> entries_; // by API path
 };
