@@ -158,13 +158,10 @@ WebhookPolicy defaultWebhookPolicy() {
   policy.resources = {"rdma/hca", "rdma/shared"};
   policy.shorthand = defaultShorthandMap();
   policy.exclude_namespaces = {"kube-system", "kube-public", "kube-node-lease"};
-  policy.ipc_lock = true;
-  policy.shm = true;
   policy.shm_size_limit = "16Gi";
   policy.env = {
       {"NCCL_IB_DISABLE", "0"}, {"NCCL_IB_TIMEOUT", "22"}, {"NCCL_IB_QPS_PER_CONNECTION", "8"}};
   policy.pod_network_socket_ifname = "eth0";
-  policy.env_from = EnvFromMode::kSkip;
   policy.dra_device_classes = {"rdma.kube-rdma.io", "roce.rdma.kube-rdma.io",
                                "ib.rdma.kube-rdma.io"};
   return policy;
