@@ -1,7 +1,6 @@
 #include "webhook/policy_store.h"
 
-#include <fstream>
-#include <sstream>
+#include "kubeclient/kubeconfig.h"
 
 namespace kube_rdma {
 
@@ -17,21 +16,19 @@ Status PolicyStore::reload() {
     return Ok{};
   }
   std::lock_guard<std::mutex> lock(reload_mutex_);
-  std::ifstream in(path_);
-  if (!in) {
+  Result<std::string> text = readWholeFile(path_);
+  if (!text.ok()) {
     return makeError("cannot read policy " + path_);
   }
-  std::stringstream text;
-  text << in.rdbuf();
-  if (current_.load() != nullptr && text.str() == text_) {
+  if (current_.load() != nullptr && *text == text_) {
     return Ok{};
   }
-  Result<WebhookPolicy> policy = parseWebhookPolicy(text.str());
+  Result<WebhookPolicy> policy = parseWebhookPolicy(*text);
   if (!policy.ok()) {
     return makeError("policy " + path_ + ": " + policy.error().message);
   }
   current_.store(std::make_shared<const WebhookPolicy>(std::move(policy).value()));
-  text_ = text.str();
+  text_ = std::move(*text);
   ++generation_;
   return Ok{};
 }
