@@ -104,23 +104,6 @@ HttpResponse AdmissionServer::mutate(const HttpRequest& request) {
                ok ? "application/json" : kText);
 }
 
-Status AdmissionServer::bind() {
-  return server_.bind();
-}
-
-bool AdmissionServer::serve() {
-  return server_.serve();
-}
-
-void AdmissionServer::beginDrain() {
-  draining_ = true;
-}
-
-void AdmissionServer::stop() {
-  draining_ = true;
-  server_.stop();
-}
-
 bool AdmissionServer::ready(std::string& why) const {
   std::vector<std::string> missing;
   if (certificates_.current() == nullptr) {

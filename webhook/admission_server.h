@@ -30,16 +30,19 @@ public:
                   Logger& logger, Reviewer review);
 
   // Binds the listening socket; the port is known afterwards.
-  Status bind();
+  Status bind() { return server_.bind(); }
   int port() const { return server_.port(); }
   // Serves on the server's threads (this one among them) until stop(). False when not listening.
-  bool serve();
+  bool serve() { return server_.serve(); }
   // Starts a drain: /readyz fails so endpoints drop this replica, and every reply asks the client
   // to close its connection so it reconnects elsewhere. Requests keep being answered.
-  void beginDrain();
+  void beginDrain() { draining_ = true; }
   // Stops accepting and closes idle connections; serve() returns once the requests in flight are
   // answered and their connections closed.
-  void stop();
+  void stop() {
+    draining_ = true;
+    server_.stop();
+  }
 
   // Ready with a certificate and a valid policy, and not draining; `why` says what is missing.
   bool ready(std::string& why) const;
