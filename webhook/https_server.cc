@@ -101,8 +101,6 @@ HttpsServer::HttpsServer(ServerOptions options, const std::function<bool(SSL_CTX
   }
 }
 
-HttpsServer::~HttpsServer() = default;
-
 Status HttpsServer::bind() {
   if (!tls_ok_) {
     return makeError("TLS set-up failed (OpenSSL rejected the TLS settings)");

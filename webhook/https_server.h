@@ -96,7 +96,6 @@ public:
   // `configure_tls` sets up the TLS context (certificates, versions, ciphers); false: unusable.
   HttpsServer(ServerOptions options, const std::function<bool(SSL_CTX&)>& configure_tls,
               RequestHandler handler);
-  ~HttpsServer();
   HttpsServer(const HttpsServer&) = delete;
   HttpsServer& operator=(const HttpsServer&) = delete;
 
