@@ -1,8 +1,11 @@
 #include "common/metrics.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <iterator>
+#include <numeric>
 #include <sstream>
 
 namespace kube_rdma {
@@ -12,26 +15,15 @@ Histogram::Histogram(std::vector<double> upper_bounds)
 
 void Histogram::observe(double value) {
   std::lock_guard<std::mutex> lock(mutex_);
-  size_t i = 0;
-  while (i < bounds_.size() && value > bounds_[i]) {
-    ++i;
-  }
-  ++buckets_[i];
+  ++buckets_[std::lower_bound(bounds_.begin(), bounds_.end(), value) - bounds_.begin()];
   sum_ += value;
   ++count_;
 }
 
 Histogram::Snapshot Histogram::snapshot() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  Snapshot s;
-  s.bounds = bounds_;
-  uint64_t running = 0;
-  for (uint64_t b : buckets_) {
-    running += b;
-    s.cumulative.push_back(running);
-  }
-  s.sum = sum_;
-  s.count = count_;
+  Snapshot s{bounds_, {}, sum_, count_};
+  std::partial_sum(buckets_.begin(), buckets_.end(), std::back_inserter(s.cumulative));
   return s;
 }
 

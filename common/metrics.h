@@ -35,7 +35,7 @@ private:
 
 class Histogram {
 public:
-  explicit Histogram(std::vector<double> upper_bounds);
+  explicit Histogram(std::vector<double> upper_bounds); // ascending
   void observe(double value);
   struct Snapshot {
     std::vector<double> bounds;
