@@ -665,9 +665,7 @@ MutationResult mutate(JsonElement pod, const std::string& request_namespace,
   if (profile != nullptr) {
     record.set("profile", profile->name);
   }
-  JsonElement previous;
-  const bool has_previous = annotations && member(*annotations, kInjectedAnnotation, previous);
-  mergeRecord(has_previous ? stringOf(previous) : "", record);
+  mergeRecord(annotations ? stringMember(*annotations, kInjectedAnnotation) : "", record);
   std::string record_text;
   appendJson(record_text, record);
   metadata_additions.at("annotations").set(kInjectedAnnotation, std::move(record_text));
