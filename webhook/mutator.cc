@@ -617,9 +617,7 @@ MutationResult mutate(JsonElement pod, const std::string& request_namespace,
       result.applied.insert("resources");
       note("resources");
     }
-    JsonElement env_from;
-    if (member(c.pod_value, "envFrom", env_from) && arrayOf(env_from).size() > 0 &&
-        policy.env_from == EnvFromMode::kSkip) {
+    if (arrayMember(c.pod_value, "envFrom").size() > 0 && policy.env_from == EnvFromMode::kSkip) {
       result.warnings.push_back("container " + inQuotes(c.name) +
                                 " uses envFrom: policy env not added (envFrom: skip)");
     } else {
