@@ -606,7 +606,9 @@ MutationResult mutate(JsonElement pod, const std::string& request_namespace,
   }
   Addition spec_additions;
   for (RdmaContainer& c : rdma) {
-    const auto note = [&record, &c](std::string item) {
+    // A kind of change made, and the container's entry for it in the record.
+    const auto made = [&result, &record, &c](const char* kind, std::string item) {
+      result.applied.insert(kind);
       record.at("containers").append(c.name, Addition::string(std::move(item)));
     };
     if (c.shorthand_target) {
@@ -614,8 +616,7 @@ MutationResult mutate(JsonElement pod, const std::string& request_namespace,
       for (const char* kind : kResourceLists) {
         c.additions.at("resources").at(kind).set(shorthand->request.resource, count);
       }
-      result.applied.insert("resources");
-      note("resources");
+      made("resources", "resources");
     }
     if (arrayMember(c.pod_value, "envFrom").size() > 0 && policy.env_from == EnvFromMode::kSkip) {
       result.warnings.push_back("container " + inQuotes(c.name) +
@@ -626,8 +627,7 @@ MutationResult mutate(JsonElement pod, const std::string& request_namespace,
           c.additions.append("env", Addition::object({{"name", Addition::string(var.name)},
                                                       {"value", Addition::string(var.value)}}));
           c.added_env.push_back(var);
-          result.applied.insert("env");
-          note("env:" + var.name);
+          made("env", "env:" + var.name);
         }
       }
     }
@@ -635,16 +635,14 @@ MutationResult mutate(JsonElement pod, const std::string& request_namespace,
       c.additions.at("securityContext")
           .at("capabilities")
           .append("add", Addition::string("IPC_LOCK"));
-      result.applied.insert("ipc-lock");
-      note("ipc-lock");
+      made("ipc-lock", "ipc-lock");
     }
     if (policy.shm && !mountsShm(c.pod_value)) {
       c.shm_volume = ensureShmVolume(volume_names, shm_volumes, size_limit, spec_additions);
       c.additions.append("volumeMounts",
                          Addition::object({{"name", Addition::string(c.shm_volume)},
                                            {"mountPath", Addition::string(kShmPath)}}));
-      result.applied.insert("shm");
-      note("shm");
+      made("shm", "shm");
       record.set("volume", c.shm_volume);
     }
   }
