@@ -106,13 +106,11 @@ std::string renderLabels(const Labels& labels, const std::string& extra_key = ""
     return "";
   }
   std::string out = "{";
-  bool first = true;
   for (const auto& [k, v] : labels) {
-    out += (first ? "" : ",") + k + "=\"" + escapeLabelValue(v) + "\"";
-    first = false;
+    out += (out.back() == '{' ? "" : ",") + k + "=\"" + escapeLabelValue(v) + "\"";
   }
   if (!extra_key.empty()) {
-    out += (first ? "" : ",") + extra_key + "=\"" + extra_value + "\"";
+    out += (out.back() == '{' ? "" : ",") + extra_key + "=\"" + extra_value + "\"";
   }
   return out + "}";
 }
