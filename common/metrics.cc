@@ -27,32 +27,29 @@ Histogram::Snapshot Histogram::snapshot() const {
   return s;
 }
 
-MetricsRegistry::Family& MetricsRegistry::family(const std::string& name, MetricType type,
-                                                 const std::string& help) {
-  auto it = families_.find(name);
+MetricsRegistry::Family& MetricsRegistry::family(const MetricFamily& metric, MetricType type) {
+  auto it = families_.find(metric.name);
   if (it == families_.end()) {
-    order_.push_back(name);
-    it = families_.emplace(name, Family{type, help, {}, {}, {}}).first;
+    order_.push_back(metric.name);
+    it = families_.emplace(metric.name, Family{type, metric.help, {}, {}, {}}).first;
   }
   return it->second;
 }
 
-Counter& MetricsRegistry::counter(const std::string& name, const std::string& help,
-                                  const Labels& labels) {
+Counter& MetricsRegistry::counter(const MetricFamily& metric, const Labels& labels) {
   std::lock_guard<std::mutex> lock(mutex_);
-  return family(name, MetricType::kCounter, help).counters.try_emplace(labels).first->second;
+  return family(metric, MetricType::kCounter).counters.try_emplace(labels).first->second;
 }
 
-Gauge& MetricsRegistry::gauge(const std::string& name, const std::string& help,
-                              const Labels& labels) {
+Gauge& MetricsRegistry::gauge(const MetricFamily& metric, const Labels& labels) {
   std::lock_guard<std::mutex> lock(mutex_);
-  return family(name, MetricType::kGauge, help).gauges.try_emplace(labels).first->second;
+  return family(metric, MetricType::kGauge).gauges.try_emplace(labels).first->second;
 }
 
-Histogram& MetricsRegistry::histogram(const std::string& name, const std::string& help,
-                                      const std::vector<double>& bounds, const Labels& labels) {
+Histogram& MetricsRegistry::histogram(const MetricFamily& metric, const std::vector<double>& bounds,
+                                      const Labels& labels) {
   std::lock_guard<std::mutex> lock(mutex_);
-  return family(name, MetricType::kHistogram, help)
+  return family(metric, MetricType::kHistogram)
       .histograms.try_emplace(labels, bounds)
       .first->second;
 }

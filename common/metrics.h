@@ -62,20 +62,10 @@ struct MetricFamily {
 // A named metric family; each distinct label set is one time series.
 class MetricsRegistry {
 public:
-  Counter& counter(const std::string& name, const std::string& help, const Labels& labels = {});
-  Gauge& gauge(const std::string& name, const std::string& help, const Labels& labels = {});
-  Counter& counter(const MetricFamily& family, const Labels& labels = {}) {
-    return counter(family.name, family.help, labels);
-  }
-  Gauge& gauge(const MetricFamily& family, const Labels& labels = {}) {
-    return gauge(family.name, family.help, labels);
-  }
-  Histogram& histogram(const std::string& name, const std::string& help,
-                       const std::vector<double>& bounds, const Labels& labels = {});
-  Histogram& histogram(const MetricFamily& family, const std::vector<double>& bounds,
-                       const Labels& labels = {}) {
-    return histogram(family.name, family.help, bounds, labels);
-  }
+  Counter& counter(const MetricFamily& metric, const Labels& labels = {});
+  Gauge& gauge(const MetricFamily& metric, const Labels& labels = {});
+  Histogram& histogram(const MetricFamily& metric, const std::vector<double>& bounds,
+                       const Labels& labels = {});
   // Drops every series of a gauge family, for values recomputed as a whole (devices by health).
   void clearGauge(const std::string& name);
   std::string render() const;
@@ -89,7 +79,7 @@ private:
     std::map<Labels, Gauge> gauges;
     std::map<Labels, Histogram> histograms;
   };
-  Family& family(const std::string& name, MetricType type, const std::string& help);
+  Family& family(const MetricFamily& metric, MetricType type);
 
   mutable std::mutex mutex_;
   std::vector<std::string> order_;

@@ -37,7 +37,7 @@ private:
   // The series of a labelled family, found once: a registry lookup per review built a label map
   // and took the registry's one lock, on every connection thread.
   using Series = std::vector<std::pair<std::string, Counter*>>;
-  Counter& seriesOf(const Series& series, const char* family, const char* help, const char* label,
+  Counter& seriesOf(const Series& series, const MetricFamily& family, const char* label,
                     const std::string& value);
 
   MetricsRegistry& registry_;

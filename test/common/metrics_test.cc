@@ -7,10 +7,10 @@ namespace {
 
 TEST(MetricsRegistry, RendersCountersGaugesAndHistogramsInExpositionFormat) {
   MetricsRegistry registry;
-  registry.counter("kube_rdma_requests_total", "Requests.", {{"outcome", "ok"}}).inc(3);
-  registry.gauge("kube_rdma_devices", "Devices.", {{"pool", "rdma/hca"}, {"health", "Healthy"}})
+  registry.counter({"kube_rdma_requests_total", "Requests."}, {{"outcome", "ok"}}).inc(3);
+  registry.gauge({"kube_rdma_devices", "Devices."}, {{"pool", "rdma/hca"}, {"health", "Healthy"}})
       .set(8);
-  auto& h = registry.histogram("kube_rdma_latency_seconds", "Latency.", {0.001, 0.01});
+  auto& h = registry.histogram({"kube_rdma_latency_seconds", "Latency."}, {0.001, 0.01});
   h.observe(0.0005);
   h.observe(0.005);
   h.observe(1);
@@ -27,7 +27,7 @@ TEST(MetricsRegistry, RendersCountersGaugesAndHistogramsInExpositionFormat) {
 
 TEST(MetricsRegistry, WritesBucketBoundsInTheirShortestForm) {
   MetricsRegistry registry;
-  registry.histogram("h_seconds", "H.", {0.00005, 0.1, 2.5}).observe(1);
+  registry.histogram({"h_seconds", "H."}, {0.00005, 0.1, 2.5}).observe(1);
   const std::string text = registry.render();
   EXPECT_NE(text.find("h_seconds_bucket{le=\"5e-05\"} 0\n"), std::string::npos) << text;
   EXPECT_NE(text.find("h_seconds_bucket{le=\"0.1\"} 0\n"), std::string::npos) << text;
@@ -36,9 +36,9 @@ TEST(MetricsRegistry, WritesBucketBoundsInTheirShortestForm) {
 
 TEST(MetricsRegistry, WritesWholeNumbersWithoutAnExponent) {
   MetricsRegistry registry;
-  registry.counter("c_total", "C.", {{"n", "ten"}}).inc(10);
-  registry.counter("c_total", "C.", {{"n", "million"}}).inc(1000000);
-  registry.gauge("g", "G.", {}).set(20);
+  registry.counter({"c_total", "C."}, {{"n", "ten"}}).inc(10);
+  registry.counter({"c_total", "C."}, {{"n", "million"}}).inc(1000000);
+  registry.gauge({"g", "G."}, {}).set(20);
   const std::string text = registry.render();
   EXPECT_NE(text.find("c_total{n=\"ten\"} 10\n"), std::string::npos) << text;
   EXPECT_NE(text.find("c_total{n=\"million\"} 1000000\n"), std::string::npos) << text;
