@@ -223,25 +223,4 @@ Result<std::string> renderNcclConf(const NcclEnv& settings) {
   return out;
 }
 
-NcclEnv parseNcclConf(std::string_view text) {
-  NcclEnv out;
-  size_t start = 0;
-  while (start < text.size()) {
-    const size_t end = std::min(text.find('\n', start), text.size());
-    std::string_view line = text.substr(start, end - start);
-    start = end + 1;
-    line = line.substr(0, line.find('\0')); // C strings end at a NUL
-    if (!line.empty() && line.front() == '#') {
-      continue;
-    }
-    const size_t eq = line.find('=');
-    if (eq == std::string_view::npos || eq == 0) {
-      continue;
-    }
-    out.emplace_back(std::string(line.substr(0, std::min(eq, kNcclConfMaxLength))),
-                     std::string(line.substr(eq + 1, kNcclConfMaxLength)));
-  }
-  return out;
-}
-
 } // namespace kube_rdma

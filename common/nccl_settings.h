@@ -86,11 +86,4 @@ bool isPortableEnvName(std::string_view name);
 // first).
 Result<std::string> renderNcclConf(const NcclEnv& settings);
 
-// nccl.conf as NCCL 2.28 reads it: per line, a trailing '\n' removed, lines starting with '#'
-// skipped, lines without '=' skipped, the name is everything before the first '=' and the value
-// everything after it, verbatim (no trimming, '\r' kept), each truncated to 1023 bytes, a NUL ends
-// the line. Lines with an empty name are skipped (setenv rejects them). NCCL applies them with
-// setenv(overwrite=0): the first line for a name and any real environment value win.
-NcclEnv parseNcclConf(std::string_view text);
-
 } // namespace kube_rdma

@@ -1,4 +1,5 @@
 #include "common/nccl_settings.h"
+#include "test/nccl_conf_reader.h"
 
 #include <gtest/gtest.h>
 
