@@ -629,6 +629,7 @@ Check checkRoceMtu(const NodeTopology& topology, const PluginConfig& config,
     return check;
   }
   std::vector<std::string> groups;
+  groups.reserve(by_mtu.size());
   for (const auto& [mtu, netdevs] : by_mtu) {
     groups.push_back("MTU " + std::to_string(mtu) + " on " + joinStrings(netdevs, ", "));
   }
@@ -762,6 +763,7 @@ Check checkPoolRates(const NodeTopology& topology, const PluginConfig& config,
     }
     if (by_rate.size() > 1) {
       std::vector<std::string> parts;
+      parts.reserve(by_rate.size());
       for (const auto& [rate, ports] : by_rate) {
         parts.push_back(std::to_string(rate) + " Gb/s on " + joinStrings(ports, ", "));
       }
@@ -826,6 +828,7 @@ std::vector<Check> checkPools(const NodeTopology& topology, const PluginConfig& 
       it->second.push_back(portName(left.port));
     }
     std::vector<std::string> left_text;
+    left_text.reserve(reasons.size());
     for (const auto& [why, ports] : reasons) {
       left_text.push_back(why + ": " + joinStrings(ports, ", "));
     }
@@ -876,6 +879,7 @@ Check checkVersions(const NodeTopology& topology, const NodeSnapshot& snapshot) 
     by_fw[d.fw_ver.empty() ? "none" : d.fw_ver].push_back(d.name);
   }
   std::vector<std::string> fw;
+  fw.reserve(by_fw.size());
   for (const auto& [version, devices] : by_fw) {
     fw.push_back(version + " (" + joinStrings(devices, ", ") + ")");
   }
