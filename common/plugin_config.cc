@@ -6,6 +6,7 @@
 #include <map>
 
 #include "common/json_reader.h"
+#include "common/sysfs_attributes.h"
 #include "common/topology.h"
 
 namespace kube_rdma {
@@ -353,6 +354,21 @@ Result<PluginConfig> parsePluginConfig(const std::string& json_text) {
   root.finish();
   if (auto status = errors.status(); !status.ok()) {
     return makeError("config: " + status.error().message);
+  }
+  return config;
+}
+
+Result<PluginConfig> loadPluginConfig(const std::string& path) {
+  if (path.empty()) {
+    return defaultPluginConfig();
+  }
+  auto text = readAttribute(path, kMaxConfigFileBytes);
+  if (!text) {
+    return makeError("cannot read config file: " + text.error().message);
+  }
+  auto config = parsePluginConfig(*text);
+  if (!config) {
+    return makeError(path + ": " + config.error().message);
   }
   return config;
 }

@@ -107,6 +107,10 @@ void readNcclOptions(ObjectReader& r, NcclPoolOptions& n);
 // Parses and validates the config text. "pools" absent means the default pools.
 Result<PluginConfig> parsePluginConfig(const std::string& json_text);
 
+// The config file at `path` read and parsed, errors prefixed with the path; the defaults when
+// `path` is empty (no --config). The plugin, the DRA driver and rdmactl read it alike.
+Result<PluginConfig> loadPluginConfig(const std::string& path);
+
 // Kubernetes' object name rules: a DNS label (RFC 1123: at most 63 of a-z, 0-9 and '-', not at
 // either end) and a DNS subdomain (labels joined by '.', at most 253).
 bool isDnsLabel(std::string_view label);

@@ -32,21 +32,6 @@
 namespace kube_rdma {
 namespace {
 
-Result<PluginConfig> loadConfig(const std::string& path) {
-  if (path.empty()) {
-    return defaultPluginConfig();
-  }
-  auto text = readAttribute(path, kMaxConfigFileBytes);
-  if (!text) {
-    return makeError("cannot read config file: " + text.error().message);
-  }
-  auto config = parsePluginConfig(*text);
-  if (!config) {
-    return makeError(path + ": " + config.error().message);
-  }
-  return config;
-}
-
 Result<ApiConfig> loadApiConfig(const std::string& kubeconfig) {
   if (!kubeconfig.empty()) {
     return loadKubeconfig(kubeconfig);
@@ -55,7 +40,7 @@ Result<ApiConfig> loadApiConfig(const std::string& kubeconfig) {
 }
 
 int run(const DraFlags& flags, const sigset_t& signals, Logger& logger) {
-  auto config = loadConfig(flags.config_path);
+  auto config = loadPluginConfig(flags.config_path);
   if (!config) {
     logger.error("cannot load the configuration", {{"error", config.error().message}});
     return 1;

@@ -76,26 +76,11 @@ void PluginManager::post(Event event) {
   events_changed_.notify_all();
 }
 
-Result<PluginConfig> PluginManager::loadConfig() const {
-  if (flags_.config_path.empty()) {
-    return defaultPluginConfig();
-  }
-  auto text = readAttribute(flags_.config_path, kMaxConfigFileBytes);
-  if (!text) {
-    return makeError("cannot read config file: " + text.error().message);
-  }
-  auto config = parsePluginConfig(*text);
-  if (!config) {
-    return makeError(flags_.config_path + ": " + config.error().message);
-  }
-  return config;
-}
-
 Status PluginManager::start() {
   if (auto status = state_.prepare(); !status) {
     return status;
   }
-  auto config = loadConfig();
+  auto config = loadPluginConfig(flags_.config_path);
   if (!config) {
     return config.error(); // at start there is no last good config to keep
   }
@@ -322,7 +307,7 @@ void PluginManager::onSocketDeleted() {
 }
 
 void PluginManager::onConfigChanged() {
-  auto config = loadConfig();
+  auto config = loadPluginConfig(flags_.config_path);
   if (!config) {
     metrics_.counter(plugin_metrics::kConfigReloads, {{"outcome", "error"}}).inc();
     logger_.error("config rejected, keeping the last good one",

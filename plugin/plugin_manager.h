@@ -72,7 +72,6 @@ private:
   };
 
   void post(Event event);
-  Result<PluginConfig> loadConfig() const;
   Status applyConfig(const PluginConfig& config, std::shared_ptr<const NodeTopology> topology);
   Status serve(Pool& pool);
   void unserve(Pool& pool);

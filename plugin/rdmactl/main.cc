@@ -74,21 +74,6 @@ NcclEnv ncclEnvironment() {
   return env;
 }
 
-Result<PluginConfig> loadConfig(const std::string& path) {
-  if (path.empty()) {
-    return defaultPluginConfig();
-  }
-  auto text = readAttribute(path, kMaxConfigFileBytes);
-  if (!text) {
-    return text.error();
-  }
-  auto config = parsePluginConfig(*text);
-  if (!config) {
-    return makeError(path + ": " + config.error().message);
-  }
-  return config;
-}
-
 // MLNX_OFED's and DOCA's version, as the guide's `ofed_info -s` step prints it. The one fact the
 // doctor gets by running a program, on the machine rdmactl runs on whatever the roots say.
 FileRead runOfedInfo() {
@@ -149,7 +134,7 @@ int run(const RdmactlOptions& opts) {
     return 0;
   }
   case RdmactlCommand::kNcclEnv: {
-    auto config = loadConfig(opts.config);
+    auto config = loadPluginConfig(opts.config);
     if (!config) {
       return fail(config.error().message);
     }
@@ -165,7 +150,7 @@ int run(const RdmactlOptions& opts) {
     return 0;
   }
   case RdmactlCommand::kDoctor: {
-    auto config = loadConfig(opts.config);
+    auto config = loadPluginConfig(opts.config);
     if (!config) {
       return fail(config.error().message);
     }
