@@ -9,6 +9,7 @@
 #include <limits.h>
 #include <map>
 #include <optional>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/default_route.h"
@@ -517,31 +518,88 @@ NodeTopology discoverFromSysfs(const DiscoveryRoots& roots, const GidScan& scan)
   return topo;
 }
 
-std::vector<PortStateSample> readPortStates(const std::string& sysfs_root,
-                                            const NodeTopology& known) {
+std::set<std::string> listRdmaDeviceNames(const std::string& sysfs_root) {
+  auto names = listDirectory(sysfs_root + "/class/infiniband");
+  return {names.begin(), names.end()};
+}
+
+namespace {
+
+// The state text through a held descriptor, opened (again) when there is none, it was unlinked or
+// its read fails; -1 in `fd` and nullopt when the file cannot be read.
+std::optional<std::string> rereadState(int& fd, const std::string& path) {
+  char buf[64];
+  struct stat st {};
+  if (fd >= 0 && ::fstat(fd, &st) == 0 && st.st_nlink > 0) {
+    const ssize_t n = ::pread(fd, buf, sizeof(buf), 0);
+    if (n >= 0) {
+      return std::string(buf, static_cast<size_t>(n));
+    }
+  }
+  if (fd >= 0) {
+    ::close(fd);
+  }
+  fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return std::nullopt;
+  }
+  const ssize_t n = ::pread(fd, buf, sizeof(buf), 0);
+  if (n < 0) {
+    ::close(fd);
+    fd = -1;
+    return std::nullopt;
+  }
+  return std::string(buf, static_cast<size_t>(n));
+}
+
+} // namespace
+
+PortStateFiles::~PortStateFiles() {
+  for (const auto& entry : open_) {
+    ::close(entry.second);
+  }
+}
+
+std::vector<PortStateSample> PortStateFiles::read(const NodeTopology& known,
+                                                  const std::set<std::string>& listed) {
+  std::map<std::pair<std::string, uint32_t>, int> still_open;
   std::vector<PortStateSample> out;
-  std::string path = sysfs_root + "/class/infiniband/";
-  const size_t base_len = path.size();
   for (const auto& device : known.devices) {
+    const bool present = listed.count(device.name) > 0;
     for (const auto& port : device.ports) {
-      path.resize(base_len);
-      path += device.name;
-      const size_t dev_len = path.size();
-      path += "/ports/" + std::to_string(port.number) + "/state";
-      PortStateSample sample{device.name, port.number, true, PortState::kNop};
-      if (auto text = readAttributeAt(AT_FDCWD, path.c_str())) {
-        // A state that does not parse leaves kNop: present but not usable.
-        if (auto state = parsePortState(*text)) {
-          sample.state = *state;
+      PortStateSample sample{device.name, port.number, present, PortState::kNop};
+      if (present) {
+        auto key = std::make_pair(device.name, port.number);
+        int fd = -1;
+        if (auto held = open_.find(key); held != open_.end()) {
+          fd = held->second;
+          open_.erase(held);
         }
-      } else {
-        path.resize(dev_len);
-        sample.present = ::access(path.c_str(), F_OK) == 0;
+        const std::string path = sysfs_root_ + "/class/infiniband/" + device.name + "/ports/" +
+                                 std::to_string(port.number) + "/state";
+        // A state that does not parse leaves kNop: present but not usable.
+        if (auto text = rereadState(fd, path)) {
+          if (auto state = parsePortState(*text)) {
+            sample.state = *state;
+          }
+        }
+        if (fd >= 0) {
+          still_open.emplace(std::move(key), fd);
+        }
       }
       out.push_back(std::move(sample));
     }
   }
+  for (const auto& entry : open_) {
+    ::close(entry.second);
+  }
+  open_ = std::move(still_open);
   return out;
+}
+
+std::vector<PortStateSample> readPortStates(const std::string& sysfs_root,
+                                            const NodeTopology& known) {
+  return PortStateFiles(sysfs_root).read(known, listRdmaDeviceNames(sysfs_root));
 }
 
 } // namespace kube_rdma

@@ -1,6 +1,8 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -49,8 +51,33 @@ struct PortStateSample {
   PortState state = PortState::kNop;
 };
 
-// Re-reads only ports/<n>/state of every port in `known`. A state that cannot be read or parsed
-// while the device is still there is reported as kNop (not usable).
+// Names under <sysfs_root>/class/infiniband, sorted: the devices sysfs has now.
+std::set<std::string> listRdmaDeviceNames(const std::string& sysfs_root);
+
+// Re-reads ports/<n>/state of every port in `known` for a periodic caller. A device missing from
+// `listed` (listRdmaDeviceNames) is not present; a state that cannot be read or parsed while the
+// device is listed is reported as kNop (not usable).
+//
+// Each state file stays open between calls and is re-read with pread at offset 0 (kernfs makes the
+// text anew on every read from offset 0): no path walk through sysfs's symlinks on every sample,
+// the bulk of the plugin's idle CPU. A file is opened again when its read fails (a removed
+// device's attribute answers ENODEV) or it was unlinked (fixtures replace files; the kernel does
+// not); files of ports no longer known or listed are closed.
+class PortStateFiles {
+public:
+  explicit PortStateFiles(std::string sysfs_root) : sysfs_root_(std::move(sysfs_root)) {}
+  ~PortStateFiles();
+  PortStateFiles(const PortStateFiles&) = delete;
+  PortStateFiles& operator=(const PortStateFiles&) = delete;
+
+  std::vector<PortStateSample> read(const NodeTopology& known, const std::set<std::string>& listed);
+
+private:
+  const std::string sysfs_root_;
+  std::map<std::pair<std::string, uint32_t>, int> open_; // (device, port) -> descriptor
+};
+
+// One read of every port's state, the files closed after it.
 std::vector<PortStateSample> readPortStates(const std::string& sysfs_root,
                                             const NodeTopology& known);
 

@@ -7,18 +7,9 @@
 
 namespace kube_rdma {
 
-namespace {
-
-// Entry names of `dir` as a set, to compare listings.
-std::set<std::string> entryNames(const std::string& dir) {
-  auto names = listDirectory(dir);
-  return {names.begin(), names.end()};
-}
-
-} // namespace
-
 std::set<std::string> presentUverbs(const NodeTopology& known, const std::string& dev_root) {
-  const std::set<std::string> nodes = entryNames(dev_root + "/infiniband");
+  const auto listed = listDirectory(dev_root + "/infiniband");
+  const std::set<std::string> nodes(listed.begin(), listed.end());
   std::set<std::string> present;
   for (const auto& device : known.devices) {
     if (!device.uverbs.empty() && nodes.count(device.uverbs) > 0) {
@@ -54,15 +45,11 @@ NodeHealthView sampleNodeHealth(const NodeTopology& known, const std::string& sy
   return healthView(known, readPortStates(sysfs_root, known), presentUverbs(known, dev_root));
 }
 
-std::set<std::string> listRdmaDeviceNames(const std::string& sysfs_root) {
-  return entryNames(sysfs_root + "/class/infiniband");
-}
-
 HealthWatcher::HealthWatcher(std::string sysfs_root, std::string dev_root,
                              std::chrono::milliseconds interval, TopologyFn topology,
                              std::function<void(const NodeHealthView&)> on_sample,
                              std::function<void()> on_device_set_changed)
-    : sysfs_root_(std::move(sysfs_root)), dev_root_(std::move(dev_root)),
+    : sysfs_root_(std::move(sysfs_root)), dev_root_(std::move(dev_root)), port_states_(sysfs_root_),
       topology_(std::move(topology)), on_sample_(std::move(on_sample)),
       on_device_set_changed_(std::move(on_device_set_changed)), interval_(interval),
       thread_([this] { run(); }) {}
@@ -122,10 +109,11 @@ void HealthWatcher::run() {
     for (const auto& d : known->devices) {
       names.insert(d.name);
     }
-    if (listRdmaDeviceNames(sysfs_root_) != names) {
+    const std::set<std::string> listed = listRdmaDeviceNames(sysfs_root_);
+    if (listed != names) {
       on_device_set_changed_();
     }
-    auto samples = readPortStates(sysfs_root_, *known);
+    auto samples = port_states_.read(*known, listed);
     auto uverbs = presentUverbs(*known, dev_root_);
     // Idle nodes change nothing: no copy of the topology, no work in the pools.
     if (known != last_known || !sameSamples(samples, last_samples) || uverbs != last_uverbs) {

@@ -25,10 +25,6 @@ std::set<std::string> presentUverbs(const NodeTopology& known, const std::string
 NodeHealthView healthView(const NodeTopology& known, const std::vector<PortStateSample>& samples,
                           std::set<std::string> uverbs_present);
 
-// Names under <sysfs_root>/class/infiniband, sorted: compared with the topology's to see devices
-// appear or vanish.
-std::set<std::string> listRdmaDeviceNames(const std::string& sysfs_root);
-
 // Re-reads health every `interval` on its own thread (sysfs attributes do not support inotify, so
 // this is the one periodic read).
 // Calls on_sample when the sample differs from the last one (or the topology was replaced) and
@@ -50,6 +46,7 @@ private:
 
   const std::string sysfs_root_;
   const std::string dev_root_;
+  PortStateFiles port_states_; // used by the watcher thread only
   const TopologyFn topology_;
   const std::function<void(const NodeHealthView&)> on_sample_;
   const std::function<void()> on_device_set_changed_;

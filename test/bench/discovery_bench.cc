@@ -128,16 +128,17 @@ void BM_ReferenceReadLarge16x2Files(benchmark::State& state) {
 }
 BENCHMARK(BM_ReferenceReadLarge16x2Files)->Apply(wallAndProcessTime);
 
-void BM_ReadPortStatesA100(benchmark::State& state) {
+// What the health watcher does each tick: list the devices, re-read the held state files.
+void BM_HealthTickA100(benchmark::State& state) {
   const auto r = roots("a100-roce");
   const auto known = discoverFromSysfs(r);
+  PortStateFiles files(r.sysfs_root);
   for (auto _ : state) {
-    auto samples = readPortStates(r.sysfs_root, known);
+    auto samples = files.read(known, listRdmaDeviceNames(r.sysfs_root));
     benchmark::DoNotOptimize(samples.data());
   }
 }
-// What the health watcher does each tick.
-BENCHMARK(BM_ReadPortStatesA100)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_HealthTickA100)->Apply(wallAndProcessTime);
 
 void BM_ReferenceReadA100StateFiles(benchmark::State& state) {
   readAll(state, stateFiles("a100-roce"));

@@ -428,6 +428,44 @@ TEST(SysfsDiscovery, PortStatesFollowTheTree) {
   EXPECT_EQ(samples[0].state, PortState::kNop);
 }
 
+size_t openDescriptors() {
+  return static_cast<size_t>(
+      std::distance(fs::directory_iterator("/proc/self/fd"), fs::directory_iterator()));
+}
+
+TEST(SysfsDiscovery, HeldPortStateFilesFollowTheTree) {
+  FixtureCopy copy("sparse-gids");
+  const auto known = discoverFromSysfs(copy.roots());
+  const std::string sys = copy.roots().sysfs_root;
+  const std::string state = copy.sys("class/infiniband/mlx5_0/ports/1/state");
+  PortStateFiles files(sys);
+  auto samples = files.read(known, listRdmaDeviceNames(sys));
+  ASSERT_EQ(samples.size(), 2u);
+  EXPECT_EQ(samples[0].state, PortState::kActive);
+  EXPECT_TRUE(samples[1].present);
+  const size_t held = openDescriptors();
+
+  // Rewritten in place, as kernfs makes the text anew: the held file reads the new state.
+  std::ofstream(state, std::ios::trunc) << "1: DOWN\n";
+  samples = files.read(known, listRdmaDeviceNames(sys));
+  EXPECT_EQ(samples[0].state, PortState::kDown);
+  EXPECT_EQ(openDescriptors(), held);
+
+  // Replaced by a rename: the unlinked file is dropped and the new one opened.
+  std::ofstream(state + ".new") << "4: ACTIVE\n";
+  fs::rename(state + ".new", state);
+  samples = files.read(known, listRdmaDeviceNames(sys));
+  EXPECT_EQ(samples[0].state, PortState::kActive);
+  EXPECT_EQ(openDescriptors(), held);
+
+  // Gone from class/infiniband: not present, whatever its held file still reads, and closed.
+  fs::remove(copy.sys("class/infiniband/mlx5_1"));
+  samples = files.read(known, listRdmaDeviceNames(sys));
+  EXPECT_TRUE(samples[0].present);
+  EXPECT_FALSE(samples[1].present);
+  EXPECT_EQ(openDescriptors(), held - 1);
+}
+
 TEST(SysfsDiscovery, NaturalOrder) {
   EXPECT_TRUE(naturalLess("mlx5_2", "mlx5_10"));
   EXPECT_FALSE(naturalLess("mlx5_10", "mlx5_2"));
