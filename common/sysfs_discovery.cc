@@ -381,7 +381,7 @@ std::optional<RdmaDevice> readDevice(int class_fd, const std::string& resolved_r
 
   DirFd ports(dev.get(), "ports");
   std::vector<uint32_t> numbers;
-  for (const auto& p : listDirectoryAt(dev.get(), "ports").value_or(std::vector<std::string>{})) {
+  for (const auto& p : listDirectoryAt(ports.get(), ".").value_or(std::vector<std::string>{})) {
     if (auto n = parseIndex(p)) {
       numbers.push_back(*n);
     }
@@ -525,31 +525,34 @@ std::set<std::string> listRdmaDeviceNames(const std::string& sysfs_root) {
 
 namespace {
 
+// The whole text of an attribute through an open descriptor: kernfs makes it anew on each read
+// from offset 0.
+std::optional<std::string> preadText(int fd) {
+  char buf[64];
+  const ssize_t n = ::pread(fd, buf, sizeof(buf), 0);
+  return n < 0 ? std::nullopt
+               : std::optional<std::string>(std::in_place, buf, static_cast<size_t>(n));
+}
+
 // The state text through a held descriptor, opened (again) when there is none, it was unlinked or
 // its read fails; -1 in `fd` and nullopt when the file cannot be read.
 std::optional<std::string> rereadState(int& fd, const std::string& path) {
-  char buf[64];
   struct stat st {};
   if (fd >= 0 && ::fstat(fd, &st) == 0 && st.st_nlink > 0) {
-    const ssize_t n = ::pread(fd, buf, sizeof(buf), 0);
-    if (n >= 0) {
-      return std::string(buf, static_cast<size_t>(n));
+    if (auto text = preadText(fd)) {
+      return text;
     }
   }
   if (fd >= 0) {
     ::close(fd);
   }
   fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    return std::nullopt;
-  }
-  const ssize_t n = ::pread(fd, buf, sizeof(buf), 0);
-  if (n < 0) {
+  auto text = fd >= 0 ? preadText(fd) : std::nullopt;
+  if (!text && fd >= 0) {
     ::close(fd);
     fd = -1;
-    return std::nullopt;
   }
-  return std::string(buf, static_cast<size_t>(n));
+  return text;
 }
 
 } // namespace
