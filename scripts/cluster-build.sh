@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Builds the programs of the one-node test cluster from their published Go modules (no
+# downloaded binaries, no copied source) and prints the folder that holds them:
+#   etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubelet, kube-proxy, kubectl
+#     from test/cluster/go.mod: one pinned Kubernetes release, its staging modules replaced by
+#     the same release's k8s.io/* versions, and the etcd server that release requires;
+#   fake-gpu-driver (test/cluster/fake-gpu-driver), a DRA plugin for GPUs that are not there;
+#   containerd, containerd-shim-runc-v2, ctr
+#     from test/cluster/containerd/go.mod (a module of its own: containerd pins its own
+#     Kubernetes libraries).
+# runc and the CNI plugins come from Debian (scripts/setup.sh --tests).
+# The result is cached in ~/.cache/kube-rdma/cluster-<versions>/bin (KUBE_RDMA_CACHE moves the
+# cache): a second run only checks that every program is there. Go's module and build caches
+# make a rebuild after a version change incremental.
+#
+#   scripts/cluster-build.sh        # prints the bin folder on its last line
+set -euo pipefail
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+module_version() { # MODULE GO_MOD: the version a go.mod requires
+  awk -v m="$1" '$1 == "require" { $1 = ""; $0 = $0 } $1 == m && $2 ~ /^v/ { print $2; exit }' "$2"
+}
+k8s=$(module_version k8s.io/kubernetes "$repo/test/cluster/go.mod")
+etcd=$(module_version go.etcd.io/etcd/server/v3 "$repo/test/cluster/go.mod")
+containerd=$(module_version github.com/containerd/containerd/v2 "$repo/test/cluster/containerd/go.mod")
+[[ -n $k8s && -n $etcd && -n $containerd ]] || {
+  echo "cluster-build: cannot read the pinned versions from test/cluster/go.mod" >&2
+  exit 1
+}
+# The sums pin every dependency too: a changed go.sum is another build.
+sums=$(cat "$repo/test/cluster/go.sum" "$repo/test/cluster/containerd/go.sum" | sha256sum | cut -c1-12)
+cache=${KUBE_RDMA_CACHE:-$HOME/.cache/kube-rdma}/cluster-k8s-$k8s-etcd-$etcd-containerd-$containerd-$sums
+bin=$cache/bin
+programs=(etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl
+  fake-gpu-driver containerd containerd-shim-runc-v2 ctr)
+
+missing=()
+for p in "${programs[@]}"; do
+  [[ -x $bin/$p ]] || missing+=("$p")
+done
+if [[ ${#missing[@]} -gt 0 ]]; then
+  command -v go >/dev/null || {
+    echo "cluster-build: go is not installed (Go 1.26 or later builds the cluster)" >&2
+    exit 1
+  }
+  start=$SECONDS
+  echo "cluster-build: building Kubernetes $k8s, etcd $etcd, containerd $containerd into $bin" >&2
+  mkdir -p "$cache/tmp"
+  # What `kubectl version` and the node's kubeletVersion report; the API server refuses a
+  # kubelet whose version it cannot parse.
+  minor=${k8s#v1.}
+  minor=${minor%%.*}
+  version_flags="-X k8s.io/component-base/version.gitVersion=$k8s"
+  version_flags+=" -X k8s.io/component-base/version.gitMajor=1"
+  version_flags+=" -X k8s.io/component-base/version.gitMinor=$minor"
+  version_flags+=" -X k8s.io/component-base/version.gitTreeState=clean"
+  # -s -w: no symbol tables; the programs are tested, not debugged, here, and linking is half
+  # the build's time on two cores.
+  (cd "$repo/test/cluster" &&
+    go build -trimpath -ldflags "-s -w $version_flags" -o "$cache/tmp/" \
+      k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
+      k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubelet \
+      k8s.io/kubernetes/cmd/kube-proxy k8s.io/kubernetes/cmd/kubectl ./etcd ./fake-gpu-driver)
+  (cd "$repo/test/cluster/containerd" &&
+    go build -trimpath -ldflags "-s -w" -o "$cache/tmp/" \
+      github.com/containerd/containerd/v2/cmd/containerd \
+      github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2 \
+      github.com/containerd/containerd/v2/cmd/ctr)
+  rm -rf "$bin"
+  mv "$cache/tmp" "$bin"
+  echo "cluster-build: built in $((SECONDS - start)) s" >&2
+fi
+echo "$bin"
