@@ -1,0 +1,516 @@
+#!/usr/bin/env bash
+# A real one-node Kubernetes cluster on this machine, with kube-rdma installed as an operator
+# installs it, for the end-to-end tests and the demo (docs/cluster.md).
+#
+#   scripts/cluster.sh up [--driver device-plugin|dra]   start it; the last line printed is
+#                                                        `export KUBECONFIG=<path>`
+#   scripts/cluster.sh down                              stop everything it started
+#   scripts/cluster.sh stop|start COMPONENT              one component (kubelet, containerd, ...)
+#   scripts/cluster.sh status                            what runs
+#
+# The node is the bundled A100 RoCE fixture: its sysfs tree (test/fixtures/gen_sysfs.py) stands
+# in for /sys in the kube-rdma pods, and its /dev/infiniband nodes are made with mknod. Every
+# program runs in one network and mount namespace of the cluster's own, so nothing of it
+# touches the machine's network or mounts: the API server is reached from outside through a
+# relay on 127.0.0.1:${KUBE_RDMA_CLUSTER_PORT:-6443}; `down` ends the namespace and every mount
+# with it. State lives in KUBE_RDMA_CLUSTER_DIR (default /var/tmp/kube-rdma-cluster).
+#
+# Environment: KUBE_RDMA_PROGRAMS (folder with the built kube-rdma programs; default: build
+# them into build/ as scripts/demo.sh does), KUBE_RDMA_CLUSTER_PORT, KUBE_RDMA_CLUSTER_DIR.
+set -euo pipefail
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+state=${KUBE_RDMA_CLUSTER_DIR:-/var/tmp/kube-rdma-cluster}
+port=${KUBE_RDMA_CLUSTER_PORT:-6443}
+node_name=a100-roce-0
+node_ip=10.200.0.1    # the node's "eth0", inside the cluster's network namespace
+pod_cidr=10.88.0.0/16 # the CNI bridge's range, inside that namespace too
+service_cidr=10.96.0.0/16
+# Not locked on in this release: named so that a release which turns one off by default still
+# runs what kube-rdma needs (DRA taints, consumable capacity, resource health).
+feature_gates=DRAConsumableCapacity=true,DRADeviceTaints=true,DRADeviceTaintRules=true,ResourceHealthStatus=true
+
+die() {
+  echo "cluster: $*" >&2
+  exit 1
+}
+say() { echo "cluster: $*" >&2; }
+
+holder_pid() { cat "$state/pids/namespace" 2>/dev/null; }
+# Runs a command inside the cluster's namespaces.
+in_cluster() { nsenter --target "$(holder_pid)" --net --mount -- "$@"; }
+running() { # NAME
+  local pid
+  pid=$(cat "$state/pids/$1" 2>/dev/null) || return 1
+  kill -0 "$pid" 2>/dev/null
+}
+
+# Starts NAME in the cluster's namespaces, in its own session, logging to logs/NAME.log.
+start_daemon() { # NAME COMMAND...
+  local name=$1
+  shift
+  running "$name" && return 0
+  setsid nsenter --target "$(holder_pid)" --net --mount -- "$@" >>"$state/logs/$name.log" 2>&1 </dev/null &
+  echo $! >"$state/pids/$name"
+}
+
+stop_daemon() { # NAME [SIGNAL]
+  local pid
+  pid=$(cat "$state/pids/$1" 2>/dev/null) || return 0
+  if kill -0 "$pid" 2>/dev/null; then
+    kill "-${2:-TERM}" "$pid" 2>/dev/null || true
+    for _ in $(seq 100); do
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.1
+    done
+    kill -KILL "$pid" 2>/dev/null || true
+  fi
+  rm -f "$state/pids/$1"
+}
+
+wait_for() { # SECONDS DESCRIPTION COMMAND...
+  local deadline=$((SECONDS + $1)) what=$2
+  shift 2
+  until "$@" >/dev/null 2>&1; do
+    ((SECONDS < deadline)) || die "timed out after ${deadline}s waiting for $what (logs: $state/logs/)"
+    sleep 0.2
+  done
+}
+
+# --- certificates and kubeconfigs -------------------------------------------------------------
+
+make_pki() {
+  local pki=$state/pki
+  mkdir -p "$pki"
+  openssl req -x509 -newkey rsa:2048 -nodes -days 30 -subj /CN=kube-rdma-e2e-ca \
+    -keyout "$pki/ca.key" -out "$pki/ca.crt" 2>/dev/null
+  cert() { # NAME SUBJECT [SANS]
+    openssl req -newkey rsa:2048 -nodes -subj "$2" -keyout "$pki/$1.key" -out "$pki/$1.csr" 2>/dev/null
+    local ext=$pki/$1.ext
+    {
+      echo "basicConstraints=CA:FALSE"
+      echo "keyUsage=digitalSignature,keyEncipherment"
+      echo "extendedKeyUsage=serverAuth,clientAuth"
+      [[ -n ${3:-} ]] && echo "subjectAltName=$3"
+    } >"$ext"
+    openssl x509 -req -in "$pki/$1.csr" -CA "$pki/ca.crt" -CAkey "$pki/ca.key" -CAcreateserial \
+      -days 30 -extfile "$ext" -out "$pki/$1.crt" 2>/dev/null
+    rm -f "$pki/$1.csr" "$ext"
+  }
+  cert apiserver /CN=kube-apiserver \
+    "IP:127.0.0.1,IP:$node_ip,IP:10.96.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
+  cert apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client"
+  cert admin "/O=system:masters/CN=kubernetes-admin"
+  cert controller-manager /CN=system:kube-controller-manager
+  cert scheduler /CN=system:kube-scheduler
+  cert kube-proxy /CN=system:kube-proxy
+  cert kubelet "/O=system:nodes/CN=system:node:$node_name" "IP:$node_ip,DNS:$node_name"
+  openssl genrsa -out "$pki/sa.key" 2048 2>/dev/null
+  openssl rsa -in "$pki/sa.key" -pubout -out "$pki/sa.pub" 2>/dev/null
+  local user
+  for user in admin controller-manager scheduler kube-proxy kubelet; do
+    kubeconfig "$user" "https://127.0.0.1:6443" >"$state/$user.kubeconfig"
+  done
+  # The one for people and tests outside the namespace: through the relay.
+  kubeconfig admin "https://127.0.0.1:$port" >"$state/kubeconfig"
+}
+
+kubeconfig() { # USER SERVER
+  cat <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+  - name: kube-rdma-e2e
+    cluster:
+      server: $2
+      certificate-authority: $state/pki/ca.crt
+users:
+  - name: $1
+    user:
+      client-certificate: $state/pki/$1.crt
+      client-key: $state/pki/$1.key
+contexts:
+  - name: kube-rdma-e2e
+    context: {cluster: kube-rdma-e2e, user: $1}
+current-context: kube-rdma-e2e
+EOF
+}
+
+# CAP_SYS_RESOURCE (bit 24) in this shell's effective set.
+has_sys_resource() {
+  local eff
+  eff=$(awk '/^CapEff:/ { print $2 }' /proc/self/status)
+  (((0x$eff >> 24) & 1))
+}
+
+# --- the node's configuration files -----------------------------------------------------------
+
+write_configs() {
+  mkdir -p "$state/cni" "$state/containerd"
+  cat >"$state/containerd/config.toml" <<EOF
+version = 3
+root = "$state/containerd/root"
+state = "/run/containerd"
+[grpc]
+  address = "/run/containerd/containerd.sock"
+[plugins.'io.containerd.cri.v1.runtime']
+  # Machines without CAP_SYS_RESOURCE (this project's VMs) cannot lower a process's
+  # oom_score_adj, which runc would do for every pod sandbox and fail.
+  restrict_oom_score_adj = $(has_sys_resource && echo false || echo true)
+  enable_cdi = true
+  cdi_spec_dirs = ["/etc/cdi", "/var/run/cdi"]
+  [plugins.'io.containerd.cri.v1.runtime'.containerd]
+    default_runtime_name = "runc"
+    [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
+        BinaryName = "$(command -v runc)"
+        SystemdCgroup = false
+  [plugins.'io.containerd.cri.v1.runtime'.cni]
+    bin_dirs = ["/usr/lib/cni"]
+    conf_dir = "$state/cni"
+[plugins.'io.containerd.cri.v1.images']
+  snapshotter = "overlayfs"
+  [plugins.'io.containerd.cri.v1.images'.pinned_images]
+    sandbox = "localhost/kube-rdma/pause:e2e"
+EOF
+  cat >"$state/cni/10-bridge.conflist" <<EOF
+{
+  "cniVersion": "1.0.0",
+  "name": "kube-rdma-e2e",
+  "plugins": [
+    {
+      "type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": false, "hairpinMode": true,
+      "ipam": {"type": "host-local", "ranges": [[{"subnet": "$pod_cidr", "gateway": "10.88.0.1"}]]}
+    }
+  ]
+}
+EOF
+  cat >"$state/kubelet.yaml" <<EOF
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+# This machine's kernel mounts cgroup v1; the kubelet still runs on it when told so.
+failCgroupV1: false
+cgroupDriver: cgroupfs
+# Pods' cgroups under a root of their own, which 'down' removes.
+cgroupRoot: /kube-rdma-e2e
+containerRuntimeEndpoint: unix:///run/containerd/containerd.sock
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: true}
+  x509: {clientCAFile: $state/pki/ca.crt}
+authorization: {mode: Webhook}
+tlsCertFile: $state/pki/kubelet.crt
+tlsPrivateKeyFile: $state/pki/kubelet.key
+featureGates: {$(echo "$feature_gates" | sed 's/=/: /g; s/,/, /g')}
+failSwapOn: false
+clusterDomain: cluster.local
+resolvConf: $state/resolv.conf
+# The test machine's disk and memory, not a production node's: never evict for a nearly full disk.
+evictionHard: {memory.available: 100Mi, nodefs.available: 1%, imagefs.available: 1%, nodefs.inodesFree: 1%}
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+serializeImagePulls: false
+EOF
+  echo "nameserver 127.0.0.1" >"$state/resolv.conf"
+  cat >"$state/kube-proxy.yaml" <<EOF
+apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+mode: nftables
+clusterCIDR: $pod_cidr
+hostnameOverride: $node_name
+clientConnection: {kubeconfig: $state/kube-proxy.kubeconfig}
+# conntrack limits are the host's (not a namespace's) to set.
+conntrack: {maxPerCore: 0}
+EOF
+}
+
+# --- namespaces --------------------------------------------------------------------------------
+
+# Runs inside `unshare --net --mount`: the node's network and the host paths kube-rdma's
+# manifests name, then waits for 'down'.
+namespace_init() {
+  set -e
+  mount --make-rprivate /
+  # The node's network: loopback and an eth0 carrying the default route, as on a real node whose
+  # management NIC is eth0 (the A100 fixture's mlx5_0). A veth pair with both ends here: the
+  # kernels we run on may lack the dummy driver, never veth (containers need it).
+  ip link set lo up
+  ip link add eth0 type veth peer name uplink0
+  ip addr add "$node_ip/24" dev eth0
+  ip link set uplink0 up
+  ip link set eth0 up
+  ip route add default dev eth0
+  # Sockets and runtime state (containerd, kubelet plugins, CDI specs, kube-rdma state).
+  mount -t tmpfs -o mode=755 tmpfs /run
+  mkdir -p /run/lock
+  # Mount points on the host's file system; 'down' removes those made here (empty, as no mount
+  # outlives the namespace).
+  local dir
+  for dir in /var/lib/kubelet /var/lib/kube-rdma /etc/cdi /dev/infiniband; do
+    [[ -e $dir ]] || { mkdir -p "$dir" && echo "$dir" >>"$state/created-dirs"; }
+  done
+  mount --bind "$state/node/kubelet" /var/lib/kubelet
+  mount --bind "$state/node/kube-rdma" /var/lib/kube-rdma
+  mount --bind "$state/node/etc-cdi" /etc/cdi
+  # The fixture's sysfs at a fixed path, which the test overlays name.
+  mkdir -p /run/kube-rdma-e2e/sys
+  mount --bind "$state/fixture/sys" /run/kube-rdma-e2e/sys
+  # The fixture's RDMA device nodes: uverbs majors and minors from its sysfs, rdma_cm as the
+  # kernel numbers it (misc 10, dynamic minor; 10:58 on the machines we looked at).
+  mount -t tmpfs -o mode=755 tmpfs /dev/infiniband
+  local dev
+  for dev in "$state"/fixture/sys/class/infiniband_verbs/uverbs*/dev; do
+    IFS=: read -r major minor <"$dev"
+    mknod -m 666 "/dev/infiniband/$(basename "$(dirname "$dev")")" c "$major" "$minor"
+  done
+  mknod -m 666 /dev/infiniband/rdma_cm c 10 58
+  touch "$state/namespace-ready"
+  exec sleep infinity
+}
+
+relay_command() { # socat's EXEC address: its colons escaped
+  echo "nsenter --target $(holder_pid) --net socat STDIO TCP\\:127.0.0.1\\:6443"
+}
+
+# --- up ----------------------------------------------------------------------------------------
+
+build_programs() {
+  if [[ -n ${KUBE_RDMA_PROGRAMS:-} ]]; then
+    echo "$KUBE_RDMA_PROGRAMS"
+    return
+  fi
+  say "building kube-rdma (build/, as scripts/demo.sh does)"
+  "$repo/scripts/build.sh" >&2
+  echo "$repo/build"
+}
+
+up() {
+  local driver=device-plugin
+  while [[ $# -gt 0 ]]; do
+    case "$1" in
+      --driver)
+        driver=${2:-}
+        shift 2 || die "--driver needs device-plugin or dra"
+        ;;
+      *) die "unknown option '$1' (up [--driver device-plugin|dra])" ;;
+    esac
+  done
+  [[ $driver == device-plugin || $driver == dra ]] || die "--driver is device-plugin or dra, not '$driver'"
+  [[ $(id -u) == 0 ]] || die "up needs root (namespaces, mounts, cgroups, mknod)"
+  [[ -e $state/pids/namespace ]] && die "a cluster is already up in $state (scripts/cluster.sh down first)"
+  local start=$SECONDS name
+
+  "$repo/scripts/setup.sh" --tests
+  local bin programs
+  bin=$("$repo/scripts/cluster-build.sh" | tail -1)
+  programs=$(build_programs | tail -1)
+  export PATH="$bin:$PATH"
+
+  rm -rf "$state"
+  mkdir -p "$state"/{pids,logs,images,node/kubelet,node/kube-rdma,node/etc-cdi}
+  echo "$bin" >"$state/bin"
+  echo "$driver" >"$state/driver"
+  python3 "$repo/test/fixtures/gen_sysfs.py" --out "$state/fixtures" --only a100-roce >/dev/null
+  ln -s "$state/fixtures/a100-roce" "$state/fixture"
+  make_pki
+  write_configs
+  say "making the images (kube-rdma from $programs, toolbox, pause)"
+  "$repo/scripts/cluster-images.sh" "$programs" "$state/images" >&2
+
+  # The namespaces, held by one process until 'down'.
+  setsid unshare --net --mount --propagation private --fork -- "$0" _namespace-init "$state" \
+    >"$state/logs/namespace.log" 2>&1 </dev/null &
+  echo $! >"$state/pids/namespace"
+  wait_for 10 "the cluster's namespaces" test -e "$state/namespace-ready"
+  # unshare --fork: the namespaces belong to its child.
+  local child
+  child=$(pgrep -P "$(holder_pid)" | head -1)
+  [[ -n $child ]] || die "the namespace holder has no child (logs/namespace.log)"
+  echo "$child" >"$state/pids/namespace"
+
+  start_control_plane
+  # The relay runs outside the namespaces and enters them for each connection.
+  setsid socat "TCP-LISTEN:$port,bind=127.0.0.1,reuseaddr,fork" "EXEC:$(relay_command)" \
+    >>"$state/logs/relay.log" 2>&1 </dev/null &
+  echo $! >"$state/pids/relay"
+  export KUBECONFIG=$state/kubeconfig
+  wait_for 60 "kube-apiserver through the relay" kubectl get --raw /readyz
+  start_controllers
+
+  start_node
+  wait_for 60 "node $node_name to be Ready" \
+    kubectl wait --for=condition=Ready "node/$node_name" --timeout=1s
+  kubectl label node "$node_name" kube-rdma.io/rdma-node=true >/dev/null
+
+  install_kube_rdma "$driver"
+  for name in etcd kube-apiserver kube-controller-manager kube-scheduler containerd kubelet kube-proxy; do
+    running "$name" || die "$name stopped: $(tail -3 "$state/logs/$name.log")"
+  done
+  say "up in $((SECONDS - start)) s: node $node_name, kube-rdma with the $driver (logs: $state/logs/)"
+  echo "export KUBECONFIG=$state/kubeconfig"
+}
+
+start_control_plane() {
+  local pki=$state/pki
+  start_daemon etcd etcd --name default --data-dir "$state/etcd" \
+    --listen-client-urls http://127.0.0.1:2379 --advertise-client-urls http://127.0.0.1:2379 \
+    --listen-peer-urls http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380 \
+    --initial-cluster default=http://127.0.0.1:2380 --unsafe-no-fsync --log-level warn
+  start_daemon kube-apiserver kube-apiserver --etcd-servers http://127.0.0.1:2379 \
+    --bind-address 0.0.0.0 --secure-port 6443 --advertise-address "$node_ip" \
+    --tls-cert-file "$pki/apiserver.crt" --tls-private-key-file "$pki/apiserver.key" \
+    --client-ca-file "$pki/ca.crt" \
+    --kubelet-client-certificate "$pki/apiserver-kubelet-client.crt" \
+    --kubelet-client-key "$pki/apiserver-kubelet-client.key" \
+    --kubelet-certificate-authority "$pki/ca.crt" \
+    --service-account-key-file "$pki/sa.pub" --service-account-signing-key-file "$pki/sa.key" \
+    --service-account-issuer https://kubernetes.default.svc.cluster.local \
+    --service-cluster-ip-range "$service_cidr" \
+    --authorization-mode Node,RBAC --enable-admission-plugins NodeRestriction \
+    --kubelet-preferred-address-types InternalIP \
+    --allow-privileged --feature-gates "$feature_gates"
+}
+
+# After the API server is ready: both read RBAC objects that it makes at its first start.
+start_controllers() {
+  local pki=$state/pki
+  start_daemon kube-controller-manager kube-controller-manager \
+    --kubeconfig "$state/controller-manager.kubeconfig" \
+    --authentication-kubeconfig "$state/controller-manager.kubeconfig" \
+    --authorization-kubeconfig "$state/controller-manager.kubeconfig" \
+    --bind-address 127.0.0.1 --leader-elect=false --use-service-account-credentials \
+    --service-account-private-key-file "$pki/sa.key" --root-ca-file "$pki/ca.crt" \
+    --cluster-signing-cert-file "$pki/ca.crt" --cluster-signing-key-file "$pki/ca.key" \
+    --feature-gates "$feature_gates"
+  start_daemon kube-scheduler kube-scheduler --kubeconfig "$state/scheduler.kubeconfig" \
+    --authentication-kubeconfig "$state/scheduler.kubeconfig" \
+    --authorization-kubeconfig "$state/scheduler.kubeconfig" \
+    --bind-address 127.0.0.1 --leader-elect=false --feature-gates "$feature_gates"
+}
+
+start_containerd() {
+  # Containers inherit the runtime's RLIMIT_MEMLOCK. Started with the soft limit of many
+  # runtimes (64 KiB) under an 8 MiB hard limit, so that what the memlock hook raises shows even
+  # where it cannot go past the hard limit (no CAP_SYS_RESOURCE, docs/cluster.md).
+  start_daemon containerd prlimit --memlock=65536:8388608 -- \
+    containerd --config "$state/containerd/config.toml"
+}
+
+start_node() {
+  start_containerd
+  wait_for 30 containerd in_cluster ctr --address /run/containerd/containerd.sock version
+  local image
+  for image in "$state"/images/*.tar; do
+    in_cluster ctr --address /run/containerd/containerd.sock -n k8s.io images import "$image" >/dev/null
+  done
+  start_kubelet
+  start_daemon kube-proxy kube-proxy --config "$state/kube-proxy.yaml"
+}
+
+start_kubelet() {
+  # The pods' cgroup root must exist in every hierarchy (cgroup v1: cpuset's needs its CPUs and
+  # memory nodes before anything can join it).
+  local hierarchy
+  for hierarchy in /sys/fs/cgroup/*/; do
+    [[ -e $hierarchy/cgroup.procs ]] || continue
+    mkdir -p "$hierarchy/kube-rdma-e2e"
+    if [[ -e $hierarchy/cpuset.cpus ]]; then
+      cat "$hierarchy/cpuset.cpus" >"$hierarchy/kube-rdma-e2e/cpuset.cpus"
+      cat "$hierarchy/cpuset.mems" >"$hierarchy/kube-rdma-e2e/cpuset.mems"
+    fi
+  done
+  start_daemon kubelet kubelet --config "$state/kubelet.yaml" --kubeconfig "$state/kubelet.kubeconfig" \
+    --hostname-override "$node_name" --node-ip "$node_ip"
+}
+
+install_kube_rdma() { # DRIVER
+  # The webhook's serving certificate, as the static-certs overlay's instructions say.
+  "$repo/scripts/gen-webhook-certs.sh" >/dev/null
+  kubectl apply -k "$repo/test/cluster/overlays/$1" >"$state/logs/apply.log"
+  local daemonset=rdma-device-plugin
+  [[ $1 == dra ]] && daemonset=rdma-dra-driver
+  kubectl -n kube-rdma rollout status "daemonset/$daemonset" --timeout=120s >&2
+  kubectl -n kube-rdma rollout status deployment/rdma-webhook --timeout=120s >&2
+}
+
+# --- down --------------------------------------------------------------------------------------
+
+down() {
+  [[ -d $state ]] || return 0
+  local name
+  # The kubelet first, so that it starts nothing new while the rest goes.
+  for name in relay kube-proxy kubelet kube-scheduler kube-controller-manager kube-apiserver etcd; do
+    stop_daemon "$name"
+  done
+  # Containers and shims: everything in the pods' cgroups and in the node's mount namespace.
+  local holder
+  holder=$(holder_pid || true)
+  if [[ -n $holder ]] && kill -0 "$holder" 2>/dev/null; then
+    local ns pid
+    ns=$(readlink "/proc/$holder/ns/mnt")
+    for pid in $(ls /proc | grep -E '^[0-9]+$'); do
+      [[ $pid == "$holder" || $pid == $$ ]] && continue
+      [[ $(readlink "/proc/$pid/ns/mnt" 2>/dev/null) == "$ns" ]] && kill -KILL "$pid" 2>/dev/null || true
+    done
+  fi
+  local cg
+  for cg in /sys/fs/cgroup/*/kube-rdma-e2e /sys/fs/cgroup/kube-rdma-e2e; do
+    [[ -d $cg ]] || continue
+    find "$cg" -name cgroup.procs -exec cat {} + 2>/dev/null | xargs -r kill -KILL 2>/dev/null || true
+  done
+  stop_daemon containerd KILL
+  stop_daemon namespace KILL
+  sleep 0.5
+  # Empty cgroups, deepest first.
+  for cg in /sys/fs/cgroup/*/kube-rdma-e2e /sys/fs/cgroup/kube-rdma-e2e; do
+    [[ -d $cg ]] && find "$cg" -depth -type d -exec rmdir {} + 2>/dev/null || true
+  done
+  [[ -f $state/created-dirs ]] && tac "$state/created-dirs" | xargs -r rmdir 2>/dev/null
+  rm -f "$state/namespace-ready" "$state/created-dirs"
+  say "down (state kept in $state for its logs)"
+}
+
+status() {
+  local name
+  for name in namespace relay etcd kube-apiserver kube-controller-manager kube-scheduler containerd kubelet kube-proxy; do
+    if running "$name"; then echo "$name: running (pid $(cat "$state/pids/$name"))"; else echo "$name: stopped"; fi
+  done
+}
+
+# --- one component -----------------------------------------------------------------------------
+
+component() { # stop|start NAME [ARGS]
+  [[ -e $state/pids/namespace ]] || die "no cluster is up in $state"
+  PATH="$(cat "$state/bin"):$PATH"
+  case "$1:$2" in
+    stop:*) stop_daemon "$2" ;;
+    # The end-to-end tests' stand-in for a GPU driver (test/cluster/fake-gpu-driver).
+    start:fake-gpu-driver)
+      start_daemon fake-gpu-driver fake-gpu-driver --node-name "$node_name" \
+        --kubeconfig "$state/admin.kubeconfig" "${@:3}"
+      ;;
+    start:kubelet) start_kubelet ;;
+    start:containerd) start_containerd ;;
+    start:kube-proxy) start_daemon kube-proxy kube-proxy --config "$state/kube-proxy.yaml" ;;
+    *) die "start knows kubelet, containerd, kube-proxy and fake-gpu-driver, not '$2'" ;;
+  esac
+}
+
+case "${1:-}" in
+  up)
+    shift
+    up "$@"
+    ;;
+  down) down ;;
+  status) status ;;
+  stop | start)
+    [[ $# -ge 2 ]] || die "usage: $1 COMPONENT"
+    component "$@"
+    ;;
+  _namespace-init)
+    state=$2
+    namespace_init
+    ;;
+  *) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//' >&2 && exit 2 ;;
+esac

@@ -1,0 +1,118 @@
+"""End-to-end: kube-rdma with the device plugin on a real one-node cluster (scripts/cluster.sh up
+--driver device-plugin). Pods go through the real API server (the webhook's patch applied by
+it), the real scheduler and the real kubelet's device manager, and run under containerd and
+runc; what a container sees is read from inside it.
+
+    scripts/cluster.sh up && python3 -m unittest test/cluster/e2e_device_plugin.py -v
+"""
+
+import copy
+import json
+import os
+import subprocess
+import time
+import unittest
+
+import yaml
+from e2e_lib import (A100_GID_INDEX, expected_memlock, A100_HCA, CAP_IPC_LOCK, NAMESPACE, NODE, PROBE, REPO,
+                     STATE, ClusterTest, cluster, create, get, has_cap, kubectl, parse_report,
+                     pod_log, run_probe, toolbox_pod, wait_until)
+
+
+def allocatable(resource):
+    return get("node", NODE)["status"]["allocatable"].get(resource)
+
+
+class DevicePluginPods(ClusterTest):
+    def assert_rdma_container(self, report, *, user_hca=None):
+        self.assertTrue(has_cap(report["capeff"], CAP_IPC_LOCK),
+                        f"CapEff {report['capeff']} lacks IPC_LOCK")
+        # The policy's /dev/shm: a memory-backed emptyDir of 16Gi.
+        self.assertIn("tmpfs", report["shm"])
+        self.assertEqual(int(report["shm_kib"]), 16 * 1024 * 1024, report["shm"])
+        env = report["env"]
+        self.assertEqual(env.get("NCCL_IB_HCA"), user_hca or A100_HCA)
+        self.assertEqual(env.get("NCCL_IB_GID_INDEX"), A100_GID_INDEX)
+        # The pod network's interface (the webhook's policy and the plugin agree on it).
+        self.assertEqual(env.get("NCCL_SOCKET_IFNAME"), "eth0")
+        self.assertEqual(report["conf"].get("NCCL_IB_HCA"), A100_HCA)
+        # Every uverbs node of the eight data NICs and rdma_cm, none of the management NIC's.
+        devices = sorted(report["dev"])
+        self.assertIn("/dev/infiniband/rdma_cm", devices)
+        self.assertEqual(len([d for d in devices if "uverbs" in d]), 8, devices)
+
+    def test_allocatable_offers_rdma_shared(self):
+        # The default config's sharedCount "auto": 16 per HCA of the pool, eight HCAs.
+        self.assertEqual(wait_until("rdma/shared in the node's allocatable",
+                                    lambda: allocatable("rdma/shared")), "128")
+        self.assertIsNone(allocatable("rdma/hca"))  # no InfiniBand port on this node
+
+    def test_pod_asking_rdma_shared(self):
+        pod = toolbox_pod("resource", PROBE, limits={"rdma/shared": "1"},
+                          env={"NCCL_DEBUG": "WARN"})
+        admitted, report = run_probe(pod)
+        # The API server stored what the webhook patched in.
+        self.assertIn("kube-rdma.io/injected", admitted["metadata"]["annotations"])
+        self.assert_rdma_container(report)
+        self.assertEqual(report["env"].get("NCCL_DEBUG"), "WARN")
+
+    def test_annotation_only_pod(self):
+        pod = toolbox_pod("annotation", PROBE, annotations={"kube-rdma.io/rdma": "1(roce)"})
+        admitted, report = run_probe(pod)
+        limits = admitted["spec"]["containers"][0]["resources"]["limits"]
+        self.assertEqual(limits.get("rdma/shared"), "1")
+        self.assert_rdma_container(report)
+
+    def test_users_own_nccl_value_wins(self):
+        pod = toolbox_pod("user-hca", PROBE, limits={"rdma/shared": "1"},
+                          env={"NCCL_IB_HCA": "=mlx5_3:1"})
+        _, report = run_probe(pod)
+        self.assert_rdma_container(report, user_hca="=mlx5_3:1")
+
+    def test_non_root_container_gets_memlock_from_the_hook(self):
+        pod = toolbox_pod("non-root", PROBE, limits={"rdma/shared": "1"},
+                          security={"runAsUser": 1000, "runAsNonRoot": True})
+        _, report = run_probe(pod)
+        # The CDI spec's marker and the hook's work: the container would otherwise start with
+        # containerd's soft limit (64 KiB here, scripts/cluster.sh), which a non-root process
+        # cannot raise.
+        self.assertEqual(report["env"].get("KUBE_RDMA_CDI"), "1")
+        self.assertEqual(report["memlock"], expected_memlock())
+
+    def test_the_guides_pytorchjob(self):
+        """The guide's PyTorchJob pod template, as the training operator would create it: first
+        exactly as written (server-side dry run: the API server calls the webhook), then, with
+        what this one small node cannot give (eight GPUs, 900Gi, the dataset volume) taken out,
+        scheduled and run."""
+        with open(os.path.join(REPO, "examples", "pytorchjob-roce.yaml")) as f:
+            job = next(yaml.safe_load_all(f))
+        template = job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]
+        pod = {"apiVersion": "v1", "kind": "Pod",
+               "metadata": {"name": "bert-large-nccl-worker-0", "namespace": NAMESPACE},
+               "spec": copy.deepcopy(template["spec"])}
+        dry = create(pod, dry_run=True)
+        container = dry["spec"]["containers"][0]
+        self.assertIn("IPC_LOCK", container["securityContext"]["capabilities"]["add"])
+        self.assertIn("/dev/shm", [m["mountPath"] for m in container["volumeMounts"]])
+        env = {e["name"]: e.get("value") for e in container["env"]}
+        self.assertEqual(env.get("NCCL_IB_TIMEOUT"), "22")
+        self.assertEqual(env.get("PYTHONUNBUFFERED"), "1")
+
+        spec = pod["spec"]
+        spec.pop("nodeSelector", None)
+        spec["volumes"] = []
+        spec["restartPolicy"] = "Never"
+        c = spec["containers"][0]
+        c.pop("volumeMounts", None)
+        c["resources"] = {"limits": {"rdma/shared": c["resources"]["limits"]["rdma/shared"]}}
+        c["image"] = toolbox_pod("x", "")["spec"]["containers"][0]["image"]
+        c["imagePullPolicy"] = "Never"
+        c["command"] = ["sh", "-c", PROBE + "\necho e2e-done; exec sleep 3600"]
+        c.pop("args", None)
+        _, report = run_probe(pod)
+        self.assert_rdma_container(report)
+        self.assertEqual(report["env"].get("NCCL_IB_TIMEOUT"), "22")
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,121 @@
+"""End-to-end: kube-rdma with the DRA driver on a real one-node cluster (scripts/cluster.sh up
+--driver dra). The API server validates the driver's ResourceSlice, the real kube-scheduler
+allocates the examples' claims by our attributes, the real kubelet's DRA manager calls
+NodePrepareResources and containerd applies the claim's CDI spec.
+
+    scripts/cluster.sh up --driver dra && python3 -m unittest test/cluster/e2e_dra.py -v
+"""
+
+import copy
+import os
+import subprocess
+import unittest
+
+import yaml
+from e2e_lib import (NAMESPACE, NODE, PROBE, REPO, STATE, ClusterTest, cluster, create, get,
+                     kubectl, parse_report, pod_log, run_probe, toolbox_pod, wait_until)
+
+DRIVER = "rdma.kube-rdma.io"
+DOMAIN = DRIVER + "/"
+
+
+def attribute(device, name):
+    value = device["attributes"].get(name) or device["attributes"].get(DOMAIN + name)
+    return next(iter(value.values())) if value else None
+
+
+def our_slices():
+    return [s for s in get("resourceslices")["items"]
+            if s["spec"]["driver"] == DRIVER and s["spec"].get("nodeName") == NODE]
+
+
+def example(name):
+    """The documents of examples/dra/NAME.yaml, moved into the test namespace."""
+    with open(os.path.join(REPO, "examples", "dra", name)) as f:
+        docs = [d for d in yaml.safe_load_all(f) if d]
+    for d in docs:
+        d["metadata"]["namespace"] = NAMESPACE
+    return docs
+
+
+def in_node(*command):
+    """Runs a command in the cluster's namespaces (the node's view of its files)."""
+    holder = open(os.path.join(STATE, "pids", "namespace")).read().strip()
+    return subprocess.run(["nsenter", "--target", holder, "--mount", "--net", "--", *command],
+                          capture_output=True, text=True, check=False)
+
+
+class DraDriver(ClusterTest):
+    def test_slice_accepted_with_every_data_port(self):
+        slices = wait_until("the driver's ResourceSlice", our_slices)
+        self.assertEqual(len(slices), 1)
+        devices = slices[0]["spec"]["devices"]
+        names = sorted(attribute(d, "rdmaDevice") for d in devices)
+        # The eight data NICs; mlx5_0 carries the default route and is left out.
+        self.assertEqual(names, [f"mlx5_{i}" for i in range(1, 9)])
+        for d in devices:
+            self.assertEqual(attribute(d, "linkLayer"), "Ethernet")
+            self.assertEqual(attribute(d, "state"), "ACTIVE")
+            self.assertTrue(attribute(d, "resource.kubernetes.io/pcieRoot").startswith("pci"))
+
+    def test_gpu_with_nic_allocated_on_the_gpus_pcie_root(self):
+        nics = our_slices()[0]["spec"]["devices"]
+        root = attribute(nics[0], "resource.kubernetes.io/pcieRoot")
+        # Two fake GPUs: only gpu-1 shares a root with a NIC, so the constraint decides.
+        cluster("start", "fake-gpu-driver", "--gpu", "gpu-0=pci0000:f0", "--gpu", f"gpu-1={root}")
+        try:
+            kubectl("apply", "-f", "-", stdin=yaml.safe_dump({
+                "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+                "metadata": {"name": "gpu.nvidia.com"},
+                "spec": {"selectors": [{"cel": {"expression": "device.driver == 'gpu.nvidia.com'"}}]}}))
+            template, pod = example("gpu-with-nic.yaml")
+            create(template)
+            c = pod["spec"]["containers"][0]
+            c.update(toolbox_pod("x", PROBE)["spec"]["containers"][0] | {"name": c["name"]})
+            c["resources"] = {"claims": c["resources"]["claims"]}
+            pod["spec"].pop("tolerations", None)
+            _, report = run_probe(pod)
+
+            claim_name = get("pod", pod["metadata"]["name"], NAMESPACE)["status"][
+                "resourceClaimStatuses"][0]["resourceClaimName"]
+            claim = get("resourceclaim", claim_name, NAMESPACE)
+            results = {r["request"]: r for r in claim["status"]["allocation"]["devices"]["results"]}
+            self.assertEqual(results["gpu"]["device"], "gpu-1")
+            nic = next(d for d in nics if d["name"] == results["nic"]["device"])
+            self.assertEqual(attribute(nic, "resource.kubernetes.io/pcieRoot"), root)
+            # The claim's nccl.conf names exactly that port.
+            hca = f"={attribute(nic, 'rdmaDevice')}:{attribute(nic, 'port')}"
+            self.assertEqual(report["conf"].get("NCCL_IB_HCA"), hca)
+            self.assertEqual(report["env"].get("KUBE_RDMA_CDI"), "1")
+            self.assertEqual(report["memlock"], "unlimited")
+            # The webhook read the claim template: an RDMA container.
+            self.assertIn("/dev/infiniband/rdma_cm", report["dev"])
+
+            # Deleting the pod unprepares: the claim's CDI spec leaves the node.
+            uid = claim["metadata"]["uid"]
+            self.assertIn(uid, in_node("ls", "/var/run/cdi").stdout)
+            kubectl("delete", "pod", "-n", NAMESPACE, pod["metadata"]["name"], "--wait=true")
+            wait_until("the claim's CDI spec to be removed",
+                       lambda: uid not in in_node("ls", "/var/run/cdi").stdout)
+        finally:
+            cluster("stop", "fake-gpu-driver")
+
+    def test_policy_refuses_another_nodes_slice_with_the_drivers_token(self):
+        pod = wait_until("the driver's pod", lambda: get("pods", namespace="kube-rdma")["items"]
+                         and [p["metadata"]["name"] for p in get("pods", namespace="kube-rdma")["items"]
+                              if p["metadata"]["name"].startswith("rdma-dra-driver")])[0]
+        token = kubectl("exec", "-n", "kube-rdma", pod, "-c", "rdma-dra-driver", "--",
+                        "cat", "/var/run/secrets/kubernetes.io/serviceaccount/token").strip()
+        other = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+                 "metadata": {"name": "someone-elses"},
+                 "spec": {"driver": DRIVER, "nodeName": "another-node",
+                          "pool": {"name": "another-node", "generation": 1, "resourceSliceCount": 1},
+                          "devices": []}}
+        run = kubectl("--token", token, "--client-certificate=", "--client-key=", "create",
+                      "-f", "-", stdin=yaml.safe_dump(other), check=False)
+        self.assertNotEqual(run.returncode, 0)
+        self.assertIn("may write only ResourceSlices", run.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()

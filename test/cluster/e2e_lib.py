@@ -1,0 +1,178 @@
+"""What the end-to-end tests share: kubectl against the cluster of scripts/cluster.sh, pods of the
+toolbox image, and waiting for the cluster to agree.
+
+Everything goes through the real kubectl and the real API server; nothing here knows how
+kube-rdma computes a value.
+"""
+
+import json
+import os
+import subprocess
+import time
+import unittest
+
+NAMESPACE = "e2e"
+NODE = "a100-roce-0"
+TOOLBOX = "localhost/kube-rdma/toolbox:e2e"
+# The A100 fixture: eight RoCE data ports, all ACTIVE, each with its RoCE v2 IPv4 GID at index 3
+# (test/fixtures/gen_sysfs.py); mlx5_0 is the management NIC (eth0, the default route).
+A100_HCA = "=" + ",".join(f"mlx5_{i}:1" for i in range(1, 9))
+A100_GID_INDEX = "3"
+STATE = os.environ.get("KUBE_RDMA_CLUSTER_DIR", "/var/tmp/kube-rdma-cluster")
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def kubectl(*args, stdin=None, check=True, timeout=120):
+    """Runs kubectl; returns its stdout. A failure raises with kubectl's own message."""
+    run = subprocess.run(["kubectl", *args], input=stdin, capture_output=True, text=True,
+                         timeout=timeout)
+    if check and run.returncode != 0:
+        raise AssertionError(f"kubectl {' '.join(args)} failed: {run.stderr.strip()}")
+    return run.stdout if check else run
+
+
+def get(kind, name="", namespace=None):
+    args = ["get", kind] + ([name] if name else []) + ["-o", "json"]
+    if namespace:
+        args += ["-n", namespace]
+    return json.loads(kubectl(*args))
+
+
+def apply(obj):
+    return json.loads(kubectl("apply", "-o", "json", "-f", "-", stdin=json.dumps(obj)))
+
+
+def create(obj, dry_run=False):
+    args = ["create", "-o", "json", "-f", "-"] + (["--dry-run=server"] if dry_run else [])
+    return json.loads(kubectl(*args, stdin=json.dumps(obj)))
+
+
+def wait_until(what, probe, timeout=60, interval=0.5):
+    """Calls probe until it returns something true; returns that. Fails naming `what`."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        try:
+            last = probe()
+            if last:
+                return last
+        except (AssertionError, subprocess.TimeoutExpired, KeyError, json.JSONDecodeError) as e:
+            last = e
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what} (last: {last!r})")
+
+
+def cluster(*args):
+    """scripts/cluster.sh COMMAND (start/stop one component)."""
+    subprocess.run([os.path.join(REPO, "scripts", "cluster.sh"), *args], check=True)
+
+
+def toolbox_pod(name, script, *, limits=None, annotations=None, env=None, security=None,
+                claims=None, sleep=True):
+    """A pod of the toolbox image running `script` and then sleeping, so that its log can be
+    read while it keeps its devices."""
+    container = {
+        "name": "main",
+        "image": TOOLBOX,
+        "imagePullPolicy": "Never",
+        "command": ["sh", "-c", script + ("\necho e2e-done; exec sleep 3600" if sleep else "")],
+    }
+    if limits:
+        container["resources"] = {"limits": limits}
+    if env:
+        container["env"] = [{"name": k, "value": v} for k, v in env.items()]
+    if security:
+        container["securityContext"] = security
+    spec = {"containers": [container], "restartPolicy": "Never",
+            "terminationGracePeriodSeconds": 0}
+    if claims:
+        container.setdefault("resources", {})["claims"] = [{"name": c} for c in claims]
+        spec["resourceClaims"] = [{"name": c, "resourceClaimName": c} for c in claims]
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": NAMESPACE, "annotations": annotations or {}},
+        "spec": spec,
+    }
+
+
+# What every probe pod prints, one fact a line, read back by parse_report.
+PROBE = r"""
+echo "capeff=$(grep CapEff /proc/self/status | cut -f2)"
+echo "memlock=$(ulimit -l)"
+env | grep -E '^(NCCL_|KUBE_RDMA_)' | sed 's/^/env:/'
+if [ -r /etc/nccl.conf ]; then sed 's/^/conf:/' /etc/nccl.conf; fi
+for d in /dev/infiniband/*; do [ -c "$d" ] && echo "dev=$d"; done
+grep ' /dev/shm ' /proc/mounts | sed 's/^/shm=/'
+echo "shm_kib=$(df -k /dev/shm | awk 'NR == 2 { print $2 }')"
+"""
+
+
+def parse_report(log):
+    """The PROBE's lines as {"env": {...}, "conf": {...}, "dev": [...], key: value}."""
+    out = {"env": {}, "conf": {}, "dev": []}
+    for line in log.splitlines():
+        if line.startswith("env:") or line.startswith("conf:"):
+            kind, _, rest = line.partition(":")
+            name, _, value = rest.partition("=")
+            out[kind][name] = value
+        elif line.startswith("dev="):
+            out["dev"].append(line[4:])
+        elif "=" in line:
+            key, _, value = line.partition("=")
+            out[key] = value
+    return out
+
+
+def pod_log(name):
+    return kubectl("logs", "-n", NAMESPACE, name)
+
+
+def run_probe(pod, timeout=90):
+    """Creates the pod, waits until its PROBE ran, returns (the admitted pod, the report)."""
+    admitted = create(pod)
+    name = pod["metadata"]["name"]
+    wait_until(f"pod {name} to print its report",
+               lambda: "e2e-done" in pod_log(name) or phase(name) == "Failed", timeout)
+    if phase(name) == "Failed":
+        raise AssertionError(f"pod {name} failed: {get('pod', name, NAMESPACE)['status']}")
+    return admitted, parse_report(pod_log(name))
+
+
+def phase(name):
+    return get("pod", name, NAMESPACE)["status"].get("phase")
+
+
+def has_cap(capeff_hex, bit):
+    return (int(capeff_hex, 16) >> bit) & 1 == 1
+
+
+CAP_IPC_LOCK = 14
+CAP_SYS_RESOURCE = 24
+
+
+def expected_memlock():
+    """What the memlock hook gives a container here, as `ulimit -l` prints it: unlimited where
+    the runtime may raise the hard limit (CAP_SYS_RESOURCE), else the soft limit raised to the
+    hard one, 8 MiB (scripts/cluster.sh starts containerd with 64 KiB soft, 8 MiB hard)."""
+    with open("/proc/self/status") as f:
+        eff = next(line.split()[1] for line in f if line.startswith("CapEff:"))
+    return "unlimited" if has_cap(eff, CAP_SYS_RESOURCE) else "8192"
+
+
+class ClusterTest(unittest.TestCase):
+    """Makes the test namespace fresh for each test class and deletes it afterwards."""
+
+    @classmethod
+    def setUpClass(cls):
+        kubectl("delete", "namespace", NAMESPACE, "--ignore-not-found", "--wait=true",
+                timeout=180)
+        kubectl("create", "namespace", NAMESPACE)
+        # The namespace's default service account must exist before a pod is created.
+        wait_until("the default service account",
+                   lambda: kubectl("get", "serviceaccount", "default", "-n", NAMESPACE,
+                                   check=False).returncode == 0)
+
+    @classmethod
+    def tearDownClass(cls):
+        kubectl("delete", "namespace", NAMESPACE, "--ignore-not-found", "--wait=false")
