@@ -24,6 +24,18 @@ std::string readFile(const fs::path& path) {
   return s.str();
 }
 
+// What the child loads: the file KUBE_RDMA_LIBNCCL names, else the soname.
+std::string libncclPath() {
+  const char* path = getenv(kLibncclVariable);
+  return path != nullptr && *path != '\0' ? path : "libnccl.so.2";
+}
+
+// The child, when the library cannot be loaded or is not NCCL: writes why.
+[[noreturn]] void exitNotLoaded(const fs::path& result, const std::string& why) {
+  std::ofstream(result) << nlohmann::json{{"load_error", why}}.dump();
+  _exit(kNoNccl);
+}
+
 // The child: never returns.
 [[noreturn]] void runInChild(const fs::path& conf, const fs::path& log, const fs::path& result,
                              const NcclEnv& env, const std::vector<std::string>& names) {
@@ -43,16 +55,18 @@ std::string readFile(const fs::path& path) {
   for (const auto& [name, value] : env) {
     setenv(name.c_str(), value.c_str(), 1);
   }
-  void* nccl = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
+  const std::string library = libncclPath();
+  void* nccl = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (nccl == nullptr) {
-    _exit(kNoNccl);
+    const char* error = dlerror();
+    exitNotLoaded(result, error != nullptr ? error : library + ": dlopen failed");
   }
   using GetVersion = int (*)(int*);
   using GetUniqueId = int (*)(void*);
   auto get_version = reinterpret_cast<GetVersion>(dlsym(nccl, "ncclGetVersion"));
   auto get_unique_id = reinterpret_cast<GetUniqueId>(dlsym(nccl, "ncclGetUniqueId"));
   if (get_version == nullptr || get_unique_id == nullptr) {
-    _exit(kNoNccl);
+    exitNotLoaded(result, library + " has no ncclGetVersion or ncclGetUniqueId");
   }
   nlohmann::json out;
   int version = 0;
@@ -89,6 +103,11 @@ Result<NcclRun> runNcclGetUniqueId(const fs::path& work_dir, const fs::path& con
     return makeError("waitpid failed for the NCCL child");
   }
   if (WIFEXITED(status) && WEXITSTATUS(status) == kNoNccl) {
+    const auto out = nlohmann::json::parse(readFile(result), nullptr, false);
+    run.load_error = out.is_object() ? out.value("load_error", "") : "";
+    if (run.load_error.empty()) {
+      run.load_error = libncclPath() + " could not be loaded";
+    }
     return run;
   }
   run.nccl_found = true;

@@ -9,13 +9,18 @@
 #include "common/nccl_settings.h"
 #include "common/result.h"
 
-// Hands an nccl.conf to the real libnccl.so.2 (NCCL 2.28 on the project's machines) and reads back
-// what NCCL did with it: its own INFO log and the environment it set. ncclGetUniqueId needs no
-// GPU. Used by the libnccl tests and the demo.
+// Hands an nccl.conf to the real libnccl.so.2 and reads back what NCCL did with it: its own INFO
+// log and the environment it set. ncclGetUniqueId needs no GPU. Used by the libnccl tests and the
+// demo. The library is the file KUBE_RDMA_LIBNCCL names when that is set and not empty
+// (scripts/test.sh and scripts/demo.sh name the NCCL 2.28 that scripts/setup.sh installs from
+// PyPI's nvidia-nccl-cu13 wheel), else libnccl.so.2 from the dynamic linker's path.
 namespace kube_rdma {
 
+inline constexpr const char* kLibncclVariable = "KUBE_RDMA_LIBNCCL";
+
 struct NcclRun {
-  bool nccl_found = false; // false: libnccl.so.2 is not in the dynamic linker's path
+  bool nccl_found = false; // false: the library could not be loaded, `load_error` says why
+  std::string load_error;  // dlerror()'s text, or which NCCL function the library lacks
   int unique_id_result = -1;
   int version = 0;
   std::string log;                                       // NCCL_DEBUG_FILE contents
