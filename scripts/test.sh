@@ -20,6 +20,8 @@ stage_done() {
 scripts/setup.sh --tests
 stage_done setup
 source scripts/sanitizer-env.sh
+# KUBE_RDMA_LIBNCCL: the NCCL setup.sh installed, which the libnccl tests and the demo load.
+source scripts/libnccl-env.sh
 
 build_dir=${BUILD_DIR:-build-test}
 CC=clang CXX=clang++ BUILD_DIR="$build_dir" scripts/build.sh -DCMAKE_BUILD_TYPE=Debug \
