@@ -237,4 +237,31 @@ nlohmann::json allocatedClaim(const nlohmann::json& claim_template, const ClaimA
             {"reservedFor", {{{"resource", "pods"}, {"name", a.pod_name}, {"uid", a.pod_uid}}}}}}};
 }
 
+void StepTally::begin() {
+  end();
+  open_ = true;
+  step_failed_ = false;
+  step_skipped_ = false;
+}
+
+void StepTally::check(bool ok) {
+  step_failed_ = step_failed_ || !ok;
+}
+
+void StepTally::skip() {
+  step_skipped_ = true;
+}
+
+void StepTally::end() {
+  if (open_ && !step_failed_) {
+    ++(step_skipped_ ? skipped_ : passed_);
+  }
+  open_ = false;
+}
+
+std::string StepTally::counts() const {
+  return std::to_string(passed_) + "/" + std::to_string(steps_total_) + " steps" +
+         (skipped_ > 0 ? ", " + std::to_string(skipped_) + " skipped" : "");
+}
+
 } // namespace kube_rdma

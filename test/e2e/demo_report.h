@@ -9,8 +9,8 @@
 #include "common/nccl_settings.h"
 
 // The pure parts of the end-to-end demo: what a container's environment ends up as and who set
-// each value, a line diff for the patched pod, aligned text tables, and the scheduler's part of
-// the DRA claim (a NIC on its GPU's PCIe root). No I/O here.
+// each value, a line diff for the patched pod, aligned text tables, the scheduler's part of the
+// DRA claim (a NIC on its GPU's PCIe root), and the steps' tally behind the verdict. No I/O here.
 namespace kube_rdma {
 
 // One variable of a container's final environment and the layer it came from
@@ -84,5 +84,31 @@ struct ClaimAllocation {
 // spec.spec) with the status the scheduler writes when it allocates: the results, a node
 // selector for the node, and the pod in reservedFor.
 nlohmann::json allocatedClaim(const nlohmann::json& claim_template, const ClaimAllocation& a);
+
+// The demo's steps as their checks end: a step passes when every check of it ran and passed,
+// fails when one failed, and is skipped when none failed but one could not run (libnccl.so.2
+// could not be loaded); a skipped step is never counted as passed.
+class StepTally {
+public:
+  explicit StepTally(int steps) : steps_total_(steps) {}
+
+  void begin(); // a new step; ends the one before
+  void check(bool ok);
+  void skip(); // a check that could not run
+  void end();  // ends the step in progress, if any
+
+  // True when every one of the steps was reached and none failed (some may have been skipped).
+  bool pass() const { return passed_ + skipped_ == steps_total_; }
+  // The verdict's counts: "10/10 steps", "8/10 steps, 2 skipped".
+  std::string counts() const;
+
+private:
+  const int steps_total_;
+  int passed_ = 0;
+  int skipped_ = 0;
+  bool open_ = false;
+  bool step_failed_ = false;
+  bool step_skipped_ = false;
+};
 
 } // namespace kube_rdma

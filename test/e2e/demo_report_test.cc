@@ -166,5 +166,55 @@ TEST(AllocatedClaim, TheTemplatesSpecWithTheSchedulersResults) {
   EXPECT_EQ(claim["status"]["reservedFor"][0]["name"], "nccl-one-gpu");
 }
 
+// `steps` steps' tally after the steps of `script`, each the outcomes of its checks in order:
+// '+' passed, '-' failed, 's' could not run.
+StepTally tallied(int steps, const std::vector<std::string>& script) {
+  StepTally tally(steps);
+  for (const std::string& checks : script) {
+    tally.begin();
+    for (const char c : checks) {
+      if (c == 's') {
+        tally.skip();
+      } else {
+        tally.check(c == '+');
+      }
+    }
+  }
+  tally.end();
+  return tally;
+}
+
+TEST(StepTally, EveryStepPassedIsAPass) {
+  const StepTally tally = tallied(2, {"++", "+"});
+  EXPECT_TRUE(tally.pass());
+  EXPECT_EQ(tally.counts(), "2/2 steps");
+}
+
+// The demo without libnccl: step 6 ran its Allocate checks but not NCCL's reading of the
+// nccl.conf, step 10 nothing but our own reading of the file. Neither may count as passed.
+TEST(StepTally, AStepWithASkippedCheckIsSkippedNotPassed) {
+  const StepTally tally = tallied(3, {"+", "+s+", "++s"});
+  EXPECT_TRUE(tally.pass());
+  EXPECT_EQ(tally.counts(), "1/3 steps, 2 skipped");
+}
+
+TEST(StepTally, AFailedCheckFailsItsStepWhateverWasSkipped) {
+  const StepTally tally = tallied(2, {"s-", "+"});
+  EXPECT_FALSE(tally.pass());
+  EXPECT_EQ(tally.counts(), "1/2 steps");
+}
+
+TEST(StepTally, StepsNeverReachedAreAFailure) {
+  const StepTally tally = tallied(3, {"+", "s"});
+  EXPECT_FALSE(tally.pass());
+  EXPECT_EQ(tally.counts(), "1/3 steps, 1 skipped");
+}
+
+TEST(StepTally, EndingTwiceCountsTheStepOnce) {
+  StepTally tally = tallied(1, {"s"});
+  tally.end();
+  EXPECT_EQ(tally.counts(), "0/1 steps, 1 skipped");
+}
+
 } // namespace
 } // namespace kube_rdma
