@@ -27,8 +27,9 @@ containerd=$(module_version github.com/containerd/containerd/v2 "$repo/test/clus
   echo "cluster-build: cannot read the pinned versions from test/cluster/go.mod" >&2
   exit 1
 }
-# The sums pin every dependency too: a changed go.sum is another build.
-sums=$(cat "$repo/test/cluster/go.sum" "$repo/test/cluster/containerd/go.sum" | sha256sum | cut -c1-12)
+# The sums pin every dependency too, and our own Go files are part of the build: a change to
+# either is another build.
+sums=$(cd "$repo/test/cluster" && find . -name go.sum -o -name '*.go' | LC_ALL=C sort | xargs cat | sha256sum | cut -c1-12)
 cache=${KUBE_RDMA_CACHE:-$HOME/.cache/kube-rdma}/cluster-k8s-$k8s-etcd-$etcd-containerd-$containerd-$sums
 bin=$cache/bin
 programs=(etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl
@@ -68,6 +69,8 @@ if [[ ${#missing[@]} -gt 0 ]]; then
       github.com/containerd/containerd/v2/cmd/ctr)
   rm -rf "$bin"
   mv "$cache/tmp" "$bin"
+  # Builds of other versions are not needed any more (Go's caches keep what they share).
+  find "$(dirname "$cache")" -maxdepth 1 -name 'cluster-*' ! -path "$cache" -exec rm -rf {} +
   echo "cluster-build: built in $((SECONDS - start)) s" >&2
 fi
 echo "$bin"

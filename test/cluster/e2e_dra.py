@@ -12,7 +12,7 @@ import subprocess
 import unittest
 
 import yaml
-from e2e_lib import (NAMESPACE, NODE, PROBE, REPO, STATE, ClusterTest, cluster, create, get,
+from e2e_lib import (expected_memlock, NAMESPACE, NODE, PROBE, REPO, STATE, ClusterTest, cluster, create, get,
                      kubectl, parse_report, pod_log, run_probe, toolbox_pod, wait_until)
 
 DRIVER = "rdma.kube-rdma.io"
@@ -87,7 +87,7 @@ class DraDriver(ClusterTest):
             hca = f"={attribute(nic, 'rdmaDevice')}:{attribute(nic, 'port')}"
             self.assertEqual(report["conf"].get("NCCL_IB_HCA"), hca)
             self.assertEqual(report["env"].get("KUBE_RDMA_CDI"), "1")
-            self.assertEqual(report["memlock"], "unlimited")
+            self.assertEqual(report["memlock"], expected_memlock())
             # The webhook read the claim template: an RDMA container.
             self.assertIn("/dev/infiniband/rdma_cm", report["dev"])
 
@@ -111,9 +111,23 @@ class DraDriver(ClusterTest):
                  "spec": {"driver": DRIVER, "nodeName": "another-node",
                           "pool": {"name": "another-node", "generation": 1, "resourceSliceCount": 1},
                           "devices": []}}
-        run = kubectl("--token", token, "--client-certificate=", "--client-key=", "create",
-                      "-f", "-", stdin=yaml.safe_dump(other), check=False)
-        self.assertNotEqual(run.returncode, 0)
+        # A kubeconfig with nothing but that token: the API server sees the driver's identity.
+        as_driver = os.path.join(STATE, "dra-driver-token.kubeconfig")
+        with open(os.environ["KUBECONFIG"]) as f:
+            server = yaml.safe_load(f)["clusters"][0]["cluster"]["server"]
+        with open(as_driver, "w") as f:
+            yaml.safe_dump({"apiVersion": "v1", "kind": "Config",
+                            "clusters": [{"name": "e2e", "cluster": {
+                                "server": server,
+                                "certificate-authority": os.path.join(STATE, "pki", "ca.crt")}}],
+                            "users": [{"name": "driver", "user": {"token": token}}],
+                            "contexts": [{"name": "e2e", "context": {"cluster": "e2e", "user": "driver"}}],
+                            "current-context": "e2e"}, f)
+        self.assertIn("system:serviceaccount:kube-rdma:rdma-dra-driver",
+                      kubectl("--kubeconfig", as_driver, "auth", "whoami"))
+        run = kubectl("--kubeconfig", as_driver, "create", "-f", "-",
+                      stdin=yaml.safe_dump(other), check=False)
+        self.assertNotEqual(run.returncode, 0, "another node's slice was created")
         self.assertIn("may write only ResourceSlices", run.stderr)
 
 

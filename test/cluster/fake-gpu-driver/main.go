@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path"
 	"strings"
 	"syscall"
 
@@ -102,6 +103,10 @@ func run(nodeName, kubeconfig string, gpus []string) error {
 	}
 	client, err := kubernetes.NewForConfig(config)
 	if err != nil {
+		return err
+	}
+	// The kubelet-plugin library listens in this folder but does not make it.
+	if err := os.MkdirAll(path.Join(kubeletplugin.KubeletPluginsDir, driverName), 0o750); err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
