@@ -62,13 +62,13 @@ class DraDriver(ClusterTest):
         nics = our_slices()[0]["spec"]["devices"]
         root = attribute(nics[0], "resource.kubernetes.io/pcieRoot")
         # Two fake GPUs: only gpu-1 shares a root with a NIC, so the constraint decides.
+        template, pod = example("gpu-with-nic.yaml")
         cluster("start", "fake-gpu-driver", "--gpu", "gpu-0=pci0000:f0", "--gpu", f"gpu-1={root}")
         try:
             kubectl("apply", "-f", "-", stdin=yaml.safe_dump({
                 "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
                 "metadata": {"name": "gpu.nvidia.com"},
                 "spec": {"selectors": [{"cel": {"expression": "device.driver == 'gpu.nvidia.com'"}}]}}))
-            template, pod = example("gpu-with-nic.yaml")
             create(template)
             c = pod["spec"]["containers"][0]
             c.update(toolbox_pod("x", PROBE)["spec"]["containers"][0] | {"name": c["name"]})
@@ -98,6 +98,9 @@ class DraDriver(ClusterTest):
             wait_until("the claim's CDI spec to be removed",
                        lambda: uid not in in_node("ls", "/var/run/cdi").stdout)
         finally:
+            # The kubelet needs both drivers to unprepare the pod's claim.
+            kubectl("delete", "pod", "-n", NAMESPACE, pod["metadata"]["name"], "--ignore-not-found",
+                    "--wait=true")
             cluster("stop", "fake-gpu-driver")
 
     def test_policy_refuses_another_nodes_slice_with_the_drivers_token(self):
