@@ -55,6 +55,8 @@ int run(const DraFlags& flags, const sigset_t& signals, Logger& logger) {
   MetricsRegistry registry;
   DraMetrics metrics(registry);
   ClientOptions api_options;
+  // The API server's audit log tells the programs' requests apart by it.
+  api_options.user_agent = "rdma-dra-driver";
   api_options.on_error = [&metrics](const ApiError& error) { metrics.recordApiError(error.code); };
   auto api = ApiClient::fromConfig(*api_config, api_options, std::make_shared<RealClock>());
   if (!api) {

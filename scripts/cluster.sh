@@ -213,6 +213,15 @@ imageGCLowThresholdPercent: 99
 serializeImagePulls: false
 EOF
   echo "nameserver 127.0.0.1" >"$state/resolv.conf"
+  # Who asked for what (user, user agent, verb, resource): how the API load of each kube-rdma
+  # program is measured (test/cluster/api_load.py).
+  cat >"$state/audit-policy.yaml" <<EOF
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+  - level: Metadata
+EOF
   cat >"$state/kube-proxy.yaml" <<EOF
 apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration
@@ -369,6 +378,8 @@ start_control_plane() {
     --service-cluster-ip-range "$service_cidr" \
     --authorization-mode Node,RBAC --enable-admission-plugins NodeRestriction \
     --kubelet-preferred-address-types InternalIP \
+    --audit-policy-file "$state/audit-policy.yaml" --audit-log-path "$state/logs/audit.log" \
+    --audit-log-maxsize 200 --audit-log-maxbackup 1 \
     --allow-privileged --feature-gates "$feature_gates"
 }
 

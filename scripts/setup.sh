@@ -35,7 +35,12 @@ runtime_packages=(podman runc busybox-static)
 scrape_packages=(python3-prometheus-client)
 # llvm-symbolizer: sanitizer reports with function names, which the TSan suppressions match on.
 # lld: the test builds link with it (a third of GNU ld's time for the sanitizer builds' tests).
-test_packages=(llvm lld "${vm_packages[@]}" "${runtime_packages[@]}" "${scrape_packages[@]}")
+# The real test cluster (scripts/cluster.sh; Kubernetes and containerd themselves are built from
+# Go modules): the CNI plugins, nft for kube-proxy, socat for the API server's relay out of the
+# cluster's namespaces, PyYAML for the end-to-end tests.
+cluster_packages=(containernetworking-plugins nftables socat iproute2 openssl python3-yaml)
+test_packages=(llvm lld "${vm_packages[@]}" "${runtime_packages[@]}" "${scrape_packages[@]}"
+  "${cluster_packages[@]}")
 with_node=
 with_nccl=
 case "${1:-}" in

@@ -8,6 +8,9 @@
 #                (scripts/tsan.sh), then the plugin's gRPC tests in it against TSan builds of
 #                Debian's Abseil and gRPC (scripts/tsan-grpc.sh, ~4 minutes on 2 cores when its
 #                cache is empty). TSAN=0 skips both, TSAN_GRPC=0 the second.
+#   the cluster  a real one-node Kubernetes (scripts/cluster.sh) with kube-rdma installed from
+#                manifests/, once with the device plugin and once with the DRA driver
+#                (ctest -L cluster; CLUSTER=0 skips it).
 # Benchmarks are not run here: they use optimised builds (BENCHMARKS.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,10 +30,25 @@ build_dir=${BUILD_DIR:-build-test}
 CC=clang CXX=clang++ BUILD_DIR="$build_dir" scripts/build.sh -DCMAKE_BUILD_TYPE=Debug \
   "-DCMAKE_CXX_FLAGS_DEBUG=-O0 -gline-tables-only" "-DCMAKE_C_FLAGS_DEBUG=-O0 -gline-tables-only" \
   -DKUBE_RDMA_SANITIZE=address -DKUBE_RDMA_FUZZ=ON \
-  -DCMAKE_EXE_LINKER_FLAGS=-fuse-ld=lld -DCMAKE_SHARED_LINKER_FLAGS=-fuse-ld=lld
+  -DCMAKE_EXE_LINKER_FLAGS=-fuse-ld=lld -DCMAKE_SHARED_LINKER_FLAGS=-fuse-ld=lld \
+  -DKUBE_RDMA_CLUSTER_TESTS=ON
 stage_done "ASan+UBSan build"
-ctest --test-dir "$build_dir" --output-on-failure -j "${JOBS:-2}" --timeout 600
+ctest --test-dir "$build_dir" --output-on-failure -j "${JOBS:-2}" --timeout 600 -LE cluster
 stage_done "ASan+UBSan tests"
+
+# The end-to-end suites on a real one-node cluster (test/cluster/, docs/cluster.md), with the
+# programs of the ASan build in the image: Kubernetes and containerd built from their Go modules
+# (about 9 minutes on 2 cores the first time, cached after), then one cluster per driver.
+if [[ "${CLUSTER:-1}" != 0 ]]; then
+  if [[ $(id -u) != 0 ]]; then
+    echo "test.sh: the cluster suites need root (namespaces, mounts, cgroups): NOT RUN" >&2
+  else
+    scripts/cluster-build.sh >/dev/null
+    stage_done "cluster programs (Go)"
+    ctest --test-dir "$build_dir" --output-on-failure -L cluster
+    stage_done "cluster end-to-end tests"
+  fi
+fi
 
 fuzz_seconds=${FUZZ_SECONDS:-5}
 if [[ "$fuzz_seconds" != 0 ]]; then

@@ -14,7 +14,7 @@ import time
 import unittest
 
 import yaml
-from e2e_lib import (A100_GID_INDEX, expected_memlock, A100_HCA, CAP_IPC_LOCK, NAMESPACE, NODE, PROBE, REPO,
+from e2e_lib import (A100_GID_INDEX, expected_memlock, restore_ports, set_port_state, A100_HCA, CAP_IPC_LOCK, NAMESPACE, NODE, PROBE, REPO,
                      STATE, ClusterTest, cluster, create, get, has_cap, kubectl, parse_report,
                      pod_log, run_probe, toolbox_pod, wait_until)
 
@@ -112,6 +112,76 @@ class DevicePluginPods(ClusterTest):
         _, report = run_probe(pod)
         self.assert_rdma_container(report)
         self.assertEqual(report["env"].get("NCCL_IB_TIMEOUT"), "22")
+
+
+def plugin_sockets():
+    """The device-plugins folder's sockets with their modification times, read from the host
+    (scripts/cluster.sh binds the node's /var/lib/kubelet to STATE/node/kubelet)."""
+    folder = os.path.join(STATE, "node", "kubelet", "device-plugins")
+    return {n: os.stat(os.path.join(folder, n)).st_mtime for n in os.listdir(folder)
+            if n.endswith(".sock")}
+
+
+class DevicePluginFaults(ClusterTest):
+    """Restarts and faults with running pods. Each test leaves the cluster as it found it."""
+
+    def test_kubelet_restart(self):
+        pod = toolbox_pod("survivor", PROBE, limits={"rdma/shared": "1"})
+        run_probe(pod)
+        cluster("stop", "kubelet")
+        cluster("start", "kubelet")
+        # The kubelet wipes the folder at start and makes kubelet.sock anew; the plugin must
+        # register again within 1 s of that socket's return.
+        sockets = wait_until("kubelet.sock and the plugin's socket to return",
+                             lambda: (lambda s: s if len(s) >= 2 and "kubelet.sock" in s
+                                      and min(s.values()) >= s["kubelet.sock"] else None)(
+                                          plugin_sockets()), timeout=60, interval=0.05)
+        kubelet_sock = sockets.pop("kubelet.sock")
+        delay = max(sockets.values()) - kubelet_sock
+        print(f"\n    plugin socket {delay * 1000:.0f} ms after kubelet.sock", end=" ")
+        self.assertLessEqual(delay, 1.0)
+        wait_until("rdma/shared back in the allocatable", lambda: allocatable("rdma/shared") == "128")
+        # The running pod kept its container and its devices.
+        status = get("pod", "survivor", NAMESPACE)["status"]
+        self.assertEqual(status["phase"], "Running")
+        self.assertEqual(status["containerStatuses"][0]["restartCount"], 0)
+        devices = kubectl("exec", "-n", NAMESPACE, "survivor", "--", "ls", "/dev/infiniband").split()
+        self.assertEqual(len(devices), 9, devices)
+
+    def test_ports_going_down(self):
+        try:
+            # One port DOWN: the pool still serves, and a new pod's NCCL_IB_HCA leaves it out.
+            set_port_state("mlx5_1", 1, "DOWN")
+            time.sleep(1.5)  # two health ticks
+            _, report = run_probe(toolbox_pod("one-down", PROBE, limits={"rdma/shared": "1"}))
+            self.assertEqual(report["env"]["NCCL_IB_HCA"],
+                             "=" + ",".join(f"mlx5_{i}:1" for i in range(2, 9)))
+            # Every port DOWN: no usable HCA, the kubelet offers none.
+            for i in range(2, 9):
+                set_port_state(f"mlx5_{i}", 1, "DOWN")
+            wait_until("rdma/shared to drop to 0", lambda: allocatable("rdma/shared") == "0")
+        finally:
+            restore_ports()
+        wait_until("rdma/shared back to 128", lambda: allocatable("rdma/shared") == "128")
+
+    def test_webhook_down(self):
+        kubectl("-n", "kube-rdma", "scale", "deployment/rdma-webhook", "--replicas=0")
+        try:
+            wait_until("the webhook's pods to go",
+                       lambda: not [p for p in get("pods", namespace="kube-rdma")["items"]
+                                    if p["metadata"]["name"].startswith("rdma-webhook")])
+            # failurePolicy Ignore: admitted unchanged, and the device plugin's values still come.
+            admitted, report = run_probe(toolbox_pod("no-webhook", PROBE,
+                                                     limits={"rdma/shared": "1"}))
+            self.assertNotIn("kube-rdma.io/injected", admitted["metadata"].get("annotations", {}))
+            self.assertFalse(has_cap(report["capeff"], CAP_IPC_LOCK))
+            self.assertEqual(report["env"].get("NCCL_IB_HCA"), A100_HCA)
+            self.assertEqual(report["env"].get("NCCL_SOCKET_IFNAME"), "eth0")
+            self.assertEqual(report["conf"].get("NCCL_IB_HCA"), A100_HCA)
+        finally:
+            kubectl("-n", "kube-rdma", "scale", "deployment/rdma-webhook", "--replicas=2")
+            kubectl("-n", "kube-rdma", "rollout", "status", "deployment/rdma-webhook",
+                    "--timeout=120s", timeout=150)
 
 
 if __name__ == "__main__":

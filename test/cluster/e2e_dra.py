@@ -12,7 +12,7 @@ import subprocess
 import unittest
 
 import yaml
-from e2e_lib import (expected_memlock, NAMESPACE, NODE, PROBE, REPO, STATE, ClusterTest, cluster, create, get,
+from e2e_lib import (expected_memlock, restore_ports, set_port_state, NAMESPACE, NODE, PROBE, REPO, STATE, ClusterTest, cluster, create, get,
                      kubectl, parse_report, pod_log, run_probe, toolbox_pod, wait_until)
 
 DRIVER = "rdma.kube-rdma.io"
@@ -40,7 +40,8 @@ def example(name):
 
 def in_node(*command):
     """Runs a command in the cluster's namespaces (the node's view of its files)."""
-    holder = open(os.path.join(STATE, "pids", "namespace")).read().strip()
+    with open(os.path.join(STATE, "pids", "namespace")) as f:
+        holder = f.read().strip()
     return subprocess.run(["nsenter", "--target", holder, "--mount", "--net", "--", *command],
                           capture_output=True, text=True, check=False)
 
@@ -132,6 +133,56 @@ class DraDriver(ClusterTest):
                       stdin=yaml.safe_dump(other), check=False)
         self.assertNotEqual(run.returncode, 0, "another node's slice was created")
         self.assertIn("may write only ResourceSlices", run.stderr)
+
+
+def one_nic_claim(name):
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"name": name, "namespace": NAMESPACE},
+            "spec": {"devices": {"requests": [
+                {"name": "nic", "exactly": {"deviceClassName": "roce.rdma.kube-rdma.io"}}]}}}
+
+
+def driver_pod():
+    pods = [p for p in get("pods", namespace="kube-rdma")["items"]
+            if p["metadata"]["name"].startswith("rdma-dra-driver")
+            and p["status"].get("phase") == "Running"]
+    return pods[0] if pods else None
+
+
+class DraFaults(ClusterTest):
+    def test_driver_killed_then_claim_unprepared_from_its_checkpoint(self):
+        create(one_nic_claim("nic"))
+        run_probe(toolbox_pod("claimant", PROBE, claims=["nic"]))
+        uid = get("resourceclaim", "nic", NAMESPACE)["metadata"]["uid"]
+        self.assertIn(uid, in_node("ls", "/var/run/cdi").stdout)
+        # SIGKILL: no chance to save anything; the kubelet restarts the container.
+        pid = subprocess.run(["pgrep", "-x", "rdma-dra-driver"], capture_output=True,
+                             text=True).stdout.split()
+        self.assertEqual(len(pid), 1, pid)
+        os.kill(int(pid[0]), 9)
+        wait_until("the driver's container to restart",
+                   lambda: (driver_pod() or {}).get("status", {}).get("containerStatuses", [{}])[0]
+                   .get("restartCount", 0) >= 1 and driver_pod()["status"]["containerStatuses"][0]
+                   .get("ready"))
+        kubectl("delete", "pod", "-n", NAMESPACE, "claimant", "--wait=true")
+        wait_until("the claim's CDI spec to be removed by the restarted driver",
+                   lambda: uid not in in_node("ls", "/var/run/cdi").stdout)
+
+    def test_port_down_reaches_the_slice_state(self):
+        def state_of(device):
+            for d in our_slices()[0]["spec"]["devices"]:
+                if attribute(d, "rdmaDevice") == device:
+                    return attribute(d, "state")
+            return None
+
+        try:
+            set_port_state("mlx5_4", 1, "DOWN")
+            wait_until("mlx5_4's state DOWN in the slice", lambda: state_of("mlx5_4") == "DOWN",
+                       timeout=5, interval=0.1)
+        finally:
+            restore_ports()
+        wait_until("mlx5_4's state ACTIVE in the slice", lambda: state_of("mlx5_4") == "ACTIVE",
+                   timeout=5, interval=0.1)
 
 
 if __name__ == "__main__":

@@ -176,3 +176,18 @@ class ClusterTest(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         kubectl("delete", "namespace", NAMESPACE, "--ignore-not-found", "--wait=false")
+
+
+def set_port_state(device, port, state):
+    """Rewrites a fixture port's state file in place, as the kernel's attribute changes (the
+    plugin and the driver read it through the bind mount of the fixture's sysfs)."""
+    codes = {"DOWN": 1, "INIT": 2, "ARMED": 3, "ACTIVE": 4}
+    path = os.path.join(STATE, "fixture", "sys", "class", "infiniband", device, "ports", str(port),
+                        "state")
+    with open(path, "w") as f:
+        f.write(f"{codes[state]}: {state}\n")
+
+
+def restore_ports():
+    for i in range(1, 9):
+        set_port_state(f"mlx5_{i}", 1, "ACTIVE")

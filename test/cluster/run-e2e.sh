@@ -18,4 +18,4 @@ cmake --install "$build_dir" --prefix "$programs" >/dev/null
 env_line=$(KUBE_RDMA_PROGRAMS=$programs/bin "$repo/scripts/cluster.sh" up --driver "$driver" | tail -1)
 eval "$env_line"
 cd "$repo/test/cluster"
-python3 -m unittest -v "e2e_${driver//-/_}.py"
+/usr/bin/python3 -m unittest -v "e2e_${driver//-/_}.py"
