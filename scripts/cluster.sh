@@ -432,7 +432,8 @@ start_kubelet() {
     fi
   done
   start_daemon kubelet kubelet --config "$state/kubelet.yaml" --kubeconfig "$state/kubelet.kubeconfig" \
-    --hostname-override "$node_name" --node-ip "$node_ip"
+    --hostname-override "$node_name" --node-ip "$node_ip" \
+    -v=2 # the device manager's registration lines, which the restart test times
 }
 
 install_kube_rdma() { # DRIVER

@@ -114,12 +114,22 @@ class DevicePluginPods(ClusterTest):
         self.assertEqual(report["env"].get("NCCL_IB_TIMEOUT"), "22")
 
 
-def plugin_sockets():
-    """The device-plugins folder's sockets with their modification times, read from the host
-    (scripts/cluster.sh binds the node's /var/lib/kubelet to STATE/node/kubelet)."""
-    folder = os.path.join(STATE, "node", "kubelet", "device-plugins")
-    return {n: os.stat(os.path.join(folder, n)).st_mtime for n in os.listdir(folder)
-            if n.endswith(".sock")}
+def kubelet_log_times(since_line, text):
+    """Seconds of the day at which the kubelet logged lines containing `text`, after line
+    `since_line` of its log (klog's header: I1204 16:49:36.807503 ...)."""
+    with open(os.path.join(STATE, "logs", "kubelet.log")) as f:
+        lines = f.readlines()[since_line:]
+    times = []
+    for line in lines:
+        if text in line:
+            h, m, sec = line.split()[1].split(":")
+            times.append(int(h) * 3600 + int(m) * 60 + float(sec))
+    return times
+
+
+def kubelet_log_length():
+    with open(os.path.join(STATE, "logs", "kubelet.log")) as f:
+        return sum(1 for _ in f)
 
 
 class DevicePluginFaults(ClusterTest):
@@ -129,23 +139,25 @@ class DevicePluginFaults(ClusterTest):
         pod = toolbox_pod("survivor", PROBE, limits={"rdma/shared": "1"})
         run_probe(pod)
         cluster("stop", "kubelet")
+        since = kubelet_log_length()
         cluster("start", "kubelet")
-        # The kubelet wipes the folder at start and makes kubelet.sock anew; the plugin must
-        # register again within 1 s of that socket's return.
-        sockets = wait_until("kubelet.sock and the plugin's socket to return",
-                             lambda: (lambda s: s if len(s) >= 2 and "kubelet.sock" in s
-                                      and min(s.values()) >= s["kubelet.sock"] else None)(
-                                          plugin_sockets()), timeout=60, interval=0.05)
-        kubelet_sock = sockets.pop("kubelet.sock")
-        delay = max(sockets.values()) - kubelet_sock
-        print(f"\n    plugin socket {delay * 1000:.0f} ms after kubelet.sock", end=" ")
+        # The kubelet's own log: its device-plugin socket serving again, then the plugin's pool
+        # registered with it (through the plugin watcher or kubelet.sock, whichever it uses).
+        registered = wait_until(
+            "the kubelet to register rdma/shared again",
+            lambda: kubelet_log_times(since, '"Registered client" name="rdma/shared"'), timeout=60)
+        serving = kubelet_log_times(since, "Starting device plugin registration server")
+        delay = registered[0] - serving[0]
+        print(f"\n    registered {delay * 1000:.0f} ms after the kubelet's socket", end=" ")
         self.assertLessEqual(delay, 1.0)
         wait_until("rdma/shared back in the allocatable", lambda: allocatable("rdma/shared") == "128")
         # The running pod kept its container and its devices.
         status = get("pod", "survivor", NAMESPACE)["status"]
         self.assertEqual(status["phase"], "Running")
         self.assertEqual(status["containerStatuses"][0]["restartCount"], 0)
-        devices = kubectl("exec", "-n", NAMESPACE, "survivor", "--", "ls", "/dev/infiniband").split()
+        # (exec is served once the restarted kubelet has read its pods from the API server)
+        devices = wait_until("exec into the pod", lambda: kubectl(
+            "exec", "-n", NAMESPACE, "survivor", "--", "ls", "/dev/infiniband").split())
         self.assertEqual(len(devices), 9, devices)
 
     def test_ports_going_down(self):
@@ -176,7 +188,9 @@ class DevicePluginFaults(ClusterTest):
             self.assertNotIn("kube-rdma.io/injected", admitted["metadata"].get("annotations", {}))
             self.assertFalse(has_cap(report["capeff"], CAP_IPC_LOCK))
             self.assertEqual(report["env"].get("NCCL_IB_HCA"), A100_HCA)
-            self.assertEqual(report["env"].get("NCCL_SOCKET_IFNAME"), "eth0")
+            # The plugin's own value: the pod network's eth0, which here is also the node's
+            # management netdev (exact match).
+            self.assertEqual(report["env"].get("NCCL_SOCKET_IFNAME"), "=eth0")
             self.assertEqual(report["conf"].get("NCCL_IB_HCA"), A100_HCA)
         finally:
             kubectl("-n", "kube-rdma", "scale", "deployment/rdma-webhook", "--replicas=2")
