@@ -6,8 +6,10 @@
 # with where every value came from. Then rdma-dra-driver on the same node: its ResourceSlice, a
 # claim for a GPU and the NIC on its PCIe root (examples/dra/gpu-with-nic.yaml), the claim's CDI
 # spec. On both paths the real libnccl reads the container's nccl.conf (NCCL from PyPI, which
-# setup.sh --demo installs; KUBE_RDMA_LIBNCCL names another libnccl.so.2). The last line is the
-# verdict; the exit code is 0 on PASS.
+# setup.sh --demo installs; KUBE_RDMA_LIBNCCL names another libnccl.so.2). Then the same node as
+# a real one-node cluster (scripts/cluster.sh): the guide's worker pod through the real API
+# server, scheduler and kubelet. Each half ends with its verdict; the exit code is 0 when both
+# PASS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh --demo
@@ -15,4 +17,25 @@ scripts/setup.sh --demo
 source scripts/libnccl-env.sh
 scripts/build.sh
 build_dir=${BUILD_DIR:-build}
-exec "$build_dir/test/e2e/kube-rdma-demo"
+# First half: the node, admission, Allocate and DRA with our simulators, every value explained.
+status=0
+"$build_dir/test/e2e/kube-rdma-demo" || status=$?
+
+# Second half: the same node as a real one-node cluster (docs/cluster.md), the guide's worker pod
+# admitted by the real API server and running on the real kubelet. CLUSTER=0 leaves it out.
+if [[ ${CLUSTER:-1} == 0 ]]; then
+  echo "kube-rdma on a real cluster: skipped (CLUSTER=0)"
+elif [[ $(id -u) != 0 ]]; then
+  echo "kube-rdma on a real cluster: skipped (needs root: namespaces, mounts, cgroups)"
+else
+  programs=$(mktemp -d /tmp/kube-rdma-demo-programs.XXXXXX)
+  trap 'scripts/cluster.sh down >/dev/null 2>&1 || true; rm -rf "$programs"' EXIT
+  cmake --install "$build_dir" --prefix "$programs" >/dev/null
+  scripts/cluster.sh down >/dev/null 2>&1 || true
+  echo
+  echo "== Bringing up a real cluster (scripts/cluster.sh up; about 9 minutes of Go builds the first time)"
+  env_line=$(KUBE_RDMA_PROGRAMS=$programs/bin scripts/cluster.sh up | tail -1)
+  eval "$env_line"
+  (cd test/cluster && /usr/bin/python3 demo.py) || status=$?
+fi
+exit "$status"
