@@ -461,22 +461,28 @@ down() {
   if [[ -n $holder ]] && kill -0 "$holder" 2>/dev/null; then
     local ns pid
     ns=$(readlink "/proc/$holder/ns/mnt")
-    for pid in $(ls /proc | grep -E '^[0-9]+$'); do
-      [[ $pid == "$holder" || $pid == $$ ]] && continue
-      [[ $(readlink "/proc/$pid/ns/mnt" 2>/dev/null) == "$ns" ]] && kill -KILL "$pid" 2>/dev/null || true
+    for pid in /proc/[0-9]*; do
+      pid=${pid#/proc/}
+      [[ $pid == "$holder" || $pid == "$$" ]] && continue
+      if [[ $(readlink "/proc/$pid/ns/mnt" 2>/dev/null) == "$ns" ]]; then
+        kill -KILL "$pid" 2>/dev/null || true
+      fi
     done
   fi
   local cg
   for cg in /sys/fs/cgroup/*/kube-rdma-e2e /sys/fs/cgroup/kube-rdma-e2e; do
     [[ -d $cg ]] || continue
-    find "$cg" -name cgroup.procs -exec cat {} + 2>/dev/null | xargs -r kill -KILL 2>/dev/null || true
+    # shellcheck disable=SC2046 # pids, one a word
+    kill -KILL $(find "$cg" -name cgroup.procs -exec cat {} + 2>/dev/null) 2>/dev/null || true
   done
   stop_daemon containerd KILL
   stop_daemon namespace KILL
   sleep 0.5
   # Empty cgroups, deepest first.
   for cg in /sys/fs/cgroup/*/kube-rdma-e2e /sys/fs/cgroup/kube-rdma-e2e; do
-    [[ -d $cg ]] && find "$cg" -depth -type d -exec rmdir {} + 2>/dev/null || true
+    if [[ -d $cg ]]; then
+      find "$cg" -depth -type d -exec rmdir {} + 2>/dev/null || true
+    fi
   done
   [[ -f $state/created-dirs ]] && tac "$state/created-dirs" | xargs -r rmdir 2>/dev/null
   rm -f "$state/namespace-ready" "$state/created-dirs"
