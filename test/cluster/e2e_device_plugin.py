@@ -47,6 +47,29 @@ class DevicePluginPods(ClusterTest):
                                     lambda: allocatable("rdma/shared")), "128")
         self.assertIsNone(allocatable("rdma/hca"))  # no InfiniBand port on this node
 
+    def test_example_config_offers_rdma_hca(self):
+        """examples/every-port-as-hca's config, put into the ConfigMap as an operator edits it:
+        the plugin reloads it live and the kubelet offers every data port as rdma/hca."""
+        def set_config(path):
+            manifest = kubectl("create", "configmap", "rdma-device-plugin-config", "-n",
+                               "kube-rdma", f"--from-file=config.json={path}",
+                               "--dry-run=client", "-o", "yaml")
+            kubectl("apply", "-f", "-", stdin=manifest)
+            # A pod update makes the kubelet refresh the pod's ConfigMap volume at once instead
+            # of at its next periodic sync.
+            plugin = [p["metadata"]["name"] for p in get("pods", namespace="kube-rdma")["items"]
+                      if p["metadata"]["name"].startswith("rdma-device-plugin")][0]
+            kubectl("annotate", "pod", "-n", "kube-rdma", plugin, "--overwrite",
+                    f"e2e.kube-rdma.io/config={os.path.basename(os.path.dirname(path))}")
+
+        set_config(os.path.join(REPO, "examples", "every-port-as-hca", "plugin-config.json"))
+        try:
+            self.assertEqual(wait_until("rdma/hca in the allocatable",
+                                        lambda: allocatable("rdma/hca"), timeout=120), "128")
+        finally:
+            set_config(os.path.join(REPO, "manifests", "base", "device-plugin", "config.json"))
+        wait_until("rdma/shared back", lambda: allocatable("rdma/shared") == "128", timeout=120)
+
     def test_pod_asking_rdma_shared(self):
         pod = toolbox_pod("resource", PROBE, limits={"rdma/shared": "1"},
                           env={"NCCL_DEBUG": "WARN"})

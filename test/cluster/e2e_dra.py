@@ -104,6 +104,32 @@ class DraDriver(ClusterTest):
                     "--wait=true")
             cluster("stop", "fake-gpu-driver")
 
+    def test_pods_sharing_one_claim(self):
+        """examples/dra/shared-claim.yaml: every ACTIVE RoCE port in one claim, used by the pods
+        of a Deployment (two replicas of the toolbox here)."""
+        claim, deployment = example("shared-claim.yaml")
+        create(claim)
+        template = deployment["spec"]["template"]
+        c = template["spec"]["containers"][0]
+        c.update(toolbox_pod("x", PROBE)["spec"]["containers"][0] | {"name": c["name"]})
+        c["resources"] = {"claims": c["resources"]["claims"]}
+        deployment["spec"]["replicas"] = 2
+        create(deployment)
+        labels = template["metadata"]["labels"].items()
+
+        def reports():
+            logs = [pod_log(p["metadata"]["name"]) for p in get("pods", namespace=NAMESPACE)["items"]
+                    if p["metadata"].get("labels", {}).items() >= labels]
+            return [parse_report(log) for log in logs if "e2e-done" in log]
+
+        done = wait_until("both replicas to print their reports",
+                          lambda: (lambda r: r if len(r) == 2 else None)(reports()), timeout=120)
+        hca = "=" + ",".join(f"mlx5_{i}:1" for i in range(1, 9))
+        for report in done:
+            self.assertEqual(report["conf"].get("NCCL_IB_HCA"), hca)
+            self.assertEqual(len([d for d in report["dev"] if "uverbs" in d]), 8, report["dev"])
+        kubectl("delete", "deployment", "-n", NAMESPACE, deployment["metadata"]["name"], "--wait=true")
+
     def test_policy_refuses_another_nodes_slice_with_the_drivers_token(self):
         pod = wait_until("the driver's pod", lambda: get("pods", namespace="kube-rdma")["items"]
                          and [p["metadata"]["name"] for p in get("pods", namespace="kube-rdma")["items"]

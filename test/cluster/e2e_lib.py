@@ -124,23 +124,24 @@ def parse_report(log):
     return out
 
 
-def pod_log(name):
-    return kubectl("logs", "-n", NAMESPACE, name)
+def pod_log(name, namespace=NAMESPACE):
+    return kubectl("logs", "-n", namespace, name)
 
 
 def run_probe(pod, timeout=90):
     """Creates the pod, waits until its PROBE ran, returns (the admitted pod, the report)."""
     admitted = create(pod)
-    name = pod["metadata"]["name"]
+    name, namespace = pod["metadata"]["name"], pod["metadata"]["namespace"]
     wait_until(f"pod {name} to print its report",
-               lambda: "e2e-done" in pod_log(name) or phase(name) == "Failed", timeout)
-    if phase(name) == "Failed":
-        raise AssertionError(f"pod {name} failed: {get('pod', name, NAMESPACE)['status']}")
-    return admitted, parse_report(pod_log(name))
+               lambda: "e2e-done" in pod_log(name, namespace) or
+               phase(name, namespace) == "Failed", timeout)
+    if phase(name, namespace) == "Failed":
+        raise AssertionError(f"pod {name} failed: {get('pod', name, namespace)['status']}")
+    return admitted, parse_report(pod_log(name, namespace))
 
 
-def phase(name):
-    return get("pod", name, NAMESPACE)["status"].get("phase")
+def phase(name, namespace=NAMESPACE):
+    return get("pod", name, namespace)["status"].get("phase")
 
 
 def has_cap(capeff_hex, bit):
