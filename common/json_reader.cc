@@ -118,6 +118,9 @@ Result<json> parseJsonDocument(const std::string& text, const std::string& what)
     return doc;
   } catch (const json::parse_error& e) {
     return makeError(what + ": invalid JSON at byte " + std::to_string(e.byte) + ": " + e.what());
+  } catch (const json::out_of_range& e) {
+    // A number too large for a double (1e400): the parser throws this, not a parse_error.
+    return makeError(what + ": invalid JSON: " + e.what());
   }
 }
 

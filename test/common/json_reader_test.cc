@@ -170,6 +170,15 @@ TEST(JsonReader, ParseReportsSyntaxErrorsWithTheirPosition) {
   EXPECT_FALSE(parseJsonDocument("", "config").ok());
 }
 
+// Found by fuzz_config_parsers: a number past a double's range threw out of the parser.
+TEST(JsonReader, ParseReportsANumberTooLargeForADouble) {
+  auto doc = parseJsonDocument(R"({"healthPollMs": 1e400})", "config");
+  ASSERT_FALSE(doc.ok());
+  EXPECT_NE(doc.error().message.find("config: invalid JSON: "), std::string::npos)
+      << doc.error().message;
+  EXPECT_NE(doc.error().message.find("number overflow"), std::string::npos) << doc.error().message;
+}
+
 TEST(JsonReader, PathsQuoteKeysThatAreNotIdentifiers) {
   EXPECT_EQ(jsonChildPath("$", "pools"), "$.pools");
   EXPECT_EQ(jsonChildPath("$.env", "kube-rdma.io/rdma"), R"($.env["kube-rdma.io/rdma"])");
