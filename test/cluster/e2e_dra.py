@@ -19,6 +19,20 @@ DRIVER = "rdma.kube-rdma.io"
 DOMAIN = DRIVER + "/"
 
 
+# The DeviceClass NVIDIA's GPU driver installs, for the fake GPU driver's devices.
+GPU_CLASS = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+             "metadata": {"name": "gpu.nvidia.com"},
+             "spec": {"selectors": [{"cel": {"expression": "device.driver == 'gpu.nvidia.com'"}}]}}
+
+
+def start_fake_gpus(gpus):
+    """The fake GPU driver with GPUs NAME=PCIE_ROOT, once its slice is published (a pod created
+    before would wait for the scheduler's next retry)."""
+    cluster("start", "fake-gpu-driver", *[a for g in gpus for a in ("--gpu", g)])
+    wait_until("the fake GPU driver's slice", lambda: [
+        s for s in get("resourceslices")["items"] if s["spec"]["driver"] == "gpu.nvidia.com"])
+
+
 def attribute(device, name):
     value = device["attributes"].get(name) or device["attributes"].get(DOMAIN + name)
     return next(iter(value.values())) if value else None
@@ -64,12 +78,9 @@ class DraDriver(ClusterTest):
         root = attribute(nics[0], "resource.kubernetes.io/pcieRoot")
         # Two fake GPUs: only gpu-1 shares a root with a NIC, so the constraint decides.
         template, pod = example("gpu-with-nic.yaml")
-        cluster("start", "fake-gpu-driver", "--gpu", "gpu-0=pci0000:f0", "--gpu", f"gpu-1={root}")
+        start_fake_gpus(["gpu-0=pci0000:f0", f"gpu-1={root}"])
         try:
-            kubectl("apply", "-f", "-", stdin=yaml.safe_dump({
-                "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
-                "metadata": {"name": "gpu.nvidia.com"},
-                "spec": {"selectors": [{"cel": {"expression": "device.driver == 'gpu.nvidia.com'"}}]}}))
+            kubectl("apply", "-f", "-", stdin=yaml.safe_dump(GPU_CLASS))
             create(template)
             c = pod["spec"]["containers"][0]
             c.update(toolbox_pod("x", PROBE)["spec"]["containers"][0] | {"name": c["name"]})
@@ -100,6 +111,45 @@ class DraDriver(ClusterTest):
                        lambda: uid not in in_node("ls", "/var/run/cdi").stdout)
         finally:
             # The kubelet needs both drivers to unprepare the pod's claim.
+            kubectl("delete", "pod", "-n", NAMESPACE, pod["metadata"]["name"], "--ignore-not-found",
+                    "--wait=true")
+            cluster("stop", "fake-gpu-driver")
+
+    def test_the_guides_pytorchjob_eight_gpus_eight_nics(self):
+        """examples/dra/pytorchjob-roce.yaml: eight GPU-NIC pairs, each on one PCIe root. Four
+        fake GPUs sit on each of the fixture's two roots (pci0000:00: mlx5_1..4, pci0000:80:
+        mlx5_5..8), so the scheduler must pair every GPU with a NIC of its own root."""
+        template, job = example("pytorchjob-roce.yaml")
+        gpus = [f"gpu-{i}=pci0000:{'00' if i < 4 else '80'}" for i in range(8)]
+        start_fake_gpus(gpus)
+        pod = {"apiVersion": "v1", "kind": "Pod",
+               "metadata": {"name": "bert-large-nccl-dra-worker-0", "namespace": NAMESPACE},
+               "spec": copy.deepcopy(job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"])}
+        try:
+            kubectl("apply", "-f", "-", stdin=yaml.safe_dump(GPU_CLASS))
+            create(template)
+            spec = pod["spec"]
+            for key in ("nodeSelector", "tolerations", "volumes"):
+                spec.pop(key, None)
+            spec["restartPolicy"] = "Never"
+            c = spec["containers"][0]
+            c.update(toolbox_pod("x", PROBE)["spec"]["containers"][0] | {"name": c["name"]})
+            c["resources"] = {"claims": c["resources"]["claims"]}
+            c.pop("volumeMounts", None)
+            _, report = run_probe(pod)
+            claim_name = get("pod", pod["metadata"]["name"], NAMESPACE)["status"][
+                "resourceClaimStatuses"][0]["resourceClaimName"]
+            results = {r["request"]: r for r in get("resourceclaim", claim_name, NAMESPACE)[
+                "status"]["allocation"]["devices"]["results"]}
+            nics = {d["name"]: d for d in our_slices()[0]["spec"]["devices"]}
+            gpu_roots = dict(g.split("=") for g in gpus)
+            for i in range(8):
+                nic = nics[results[f"nic-{i}"]["device"]]
+                self.assertEqual(attribute(nic, "resource.kubernetes.io/pcieRoot"),
+                                 gpu_roots[results[f"gpu-{i}"]["device"]], f"pair {i}")
+            self.assertEqual(report["conf"].get("NCCL_IB_HCA"),
+                             "=" + ",".join(f"mlx5_{i}:1" for i in range(1, 9)))
+        finally:
             kubectl("delete", "pod", "-n", NAMESPACE, pod["metadata"]["name"], "--ignore-not-found",
                     "--wait=true")
             cluster("stop", "fake-gpu-driver")

@@ -177,6 +177,13 @@ class ClusterTest(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         kubectl("delete", "namespace", NAMESPACE, "--ignore-not-found", "--wait=false")
+        # kube-rdma's own containers must have lived within the manifests' memory limits.
+        for pod in get("pods", namespace="kube-rdma")["items"]:
+            for status in pod["status"].get("containerStatuses", []):
+                last = status.get("lastState", {}).get("terminated", {})
+                if last.get("reason") == "OOMKilled":
+                    raise AssertionError(f"{pod['metadata']['name']}/{status['name']} was "
+                                         f"OOM-killed at {last.get('finishedAt')}")
 
 
 def set_port_state(device, port, state):
