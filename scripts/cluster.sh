@@ -307,7 +307,9 @@ up() {
   done
   [[ $driver == device-plugin || $driver == dra ]] || die "--driver is device-plugin or dra, not '$driver'"
   [[ $(id -u) == 0 ]] || die "up needs root (namespaces, mounts, cgroups, mknod)"
-  [[ -e $state/pids/namespace ]] && die "a cluster is already up in $state (scripts/cluster.sh down first)"
+  running namespace && die "a cluster is already up in $state (scripts/cluster.sh down first)"
+  # What a cluster whose processes are gone left behind (a killed session, a reboot).
+  [[ -d $state/pids ]] && down >/dev/null 2>&1
   local start=$SECONDS name
 
   "$repo/scripts/setup.sh" --tests
