@@ -359,6 +359,7 @@ up() {
     running "$name" || die "$name stopped: $(tail -3 "$state/logs/$name.log")"
   done
   say "up in $((SECONDS - start)) s: node $node_name, kube-rdma with the $driver (logs: $state/logs/)"
+  say "kubectl of this Kubernetes: $bin/kubectl"
   echo "export KUBECONFIG=$state/kubeconfig"
 }
 

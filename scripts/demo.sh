@@ -36,6 +36,8 @@ else
   echo "== Bringing up a real cluster (scripts/cluster.sh up; about 9 minutes of Go builds the first time)"
   env_line=$(KUBE_RDMA_PROGRAMS=$programs/bin scripts/cluster.sh up | tail -1)
   eval "$env_line"
+  PATH="$(cat "${KUBE_RDMA_CLUSTER_DIR:-/var/tmp/kube-rdma-cluster}/bin"):$PATH"
+  export PATH
   (cd test/cluster && /usr/bin/python3 demo.py) || status=$?
 fi
 exit "$status"

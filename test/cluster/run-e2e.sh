@@ -17,5 +17,8 @@ trap cleanup EXIT
 cmake --install "$build_dir" --prefix "$programs" >/dev/null
 env_line=$(KUBE_RDMA_PROGRAMS=$programs/bin "$repo/scripts/cluster.sh" up --driver "$driver" | tail -1)
 eval "$env_line"
+# The kubectl of the cluster's own build, whatever else the machine has.
+PATH="$(cat "${KUBE_RDMA_CLUSTER_DIR:-/var/tmp/kube-rdma-cluster}/bin"):$PATH"
+export PATH
 cd "$repo/test/cluster"
 /usr/bin/python3 -m unittest -v "e2e_${driver//-/_}.py"
