@@ -14,7 +14,6 @@ import collections
 import json
 import os
 import re
-import subprocess
 import time
 
 from e2e_lib import STATE, kubectl

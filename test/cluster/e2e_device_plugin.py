@@ -7,16 +7,14 @@ runc; what a container sees is read from inside it.
 """
 
 import copy
-import json
 import os
-import subprocess
 import time
 import unittest
 
 import yaml
-from e2e_lib import (A100_GID_INDEX, expected_memlock, restore_ports, set_port_state, A100_HCA, CAP_IPC_LOCK, NAMESPACE, NODE, PROBE, REPO,
-                     STATE, ClusterTest, cluster, create, get, has_cap, kubectl, parse_report,
-                     pod_log, run_probe, toolbox_pod, wait_until)
+from e2e_lib import (A100_GID_INDEX, A100_HCA, CAP_IPC_LOCK, NAMESPACE, NODE, PROBE, REPO, STATE,
+                     ClusterTest, cluster, create, expected_memlock, get, has_cap, kubectl,
+                     restore_ports, run_probe, set_port_state, toolbox_pod, wait_until)
 
 
 def allocatable(resource):

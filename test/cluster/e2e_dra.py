@@ -12,8 +12,9 @@ import subprocess
 import unittest
 
 import yaml
-from e2e_lib import (expected_memlock, restore_ports, set_port_state, NAMESPACE, NODE, PROBE, REPO, STATE, ClusterTest, cluster, create, get,
-                     kubectl, parse_report, pod_log, run_probe, toolbox_pod, wait_until)
+from e2e_lib import (NAMESPACE, NODE, PROBE, REPO, STATE, ClusterTest, cluster, create,
+                     expected_memlock, get, kubectl, parse_report, pod_log, restore_ports,
+                     run_probe, set_port_state, toolbox_pod, wait_until)
 
 DRIVER = "rdma.kube-rdma.io"
 DOMAIN = DRIVER + "/"
