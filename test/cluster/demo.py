@@ -82,7 +82,8 @@ def main():
     print(f"      capabilities.add: {container['securityContext']['capabilities']['add']}")
     for v in admitted["spec"]["volumes"]:
         if v.get("emptyDir", {}).get("medium") == "Memory":
-            print(f"      volume {v['name']}: memory emptyDir, sizeLimit {v['emptyDir'].get('sizeLimit')}")
+            size = v["emptyDir"].get("sizeLimit")
+            print(f"      volume {v['name']}: memory emptyDir, sizeLimit {size}")
     for e in container.get("env", []):
         print(f"      env {e['name']}={e.get('value')}")
     check("kube-rdma.io/injected" in admitted["metadata"].get("annotations", {}),

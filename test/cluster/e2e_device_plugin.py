@@ -171,7 +171,8 @@ class DevicePluginFaults(ClusterTest):
         delay = registered[0] - serving[0]
         print(f"\n    registered {delay * 1000:.0f} ms after the kubelet's socket", end=" ")
         self.assertLessEqual(delay, 1.0)
-        wait_until("rdma/shared back in the allocatable", lambda: allocatable("rdma/shared") == "128")
+        wait_until("rdma/shared back in the allocatable",
+                   lambda: allocatable("rdma/shared") == "128")
         # The running pod kept its container and its devices.
         status = get("pod", "survivor", NAMESPACE)["status"]
         self.assertEqual(status["phase"], "Running")

@@ -125,7 +125,8 @@ class DraDriver(ClusterTest):
         start_fake_gpus(gpus)
         pod = {"apiVersion": "v1", "kind": "Pod",
                "metadata": {"name": "bert-large-nccl-dra-worker-0", "namespace": NAMESPACE},
-               "spec": copy.deepcopy(job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"])}
+               "spec": copy.deepcopy(
+                   job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"])}
         try:
             kubectl("apply", "-f", "-", stdin=yaml.safe_dump(GPU_CLASS))
             create(template)
@@ -169,7 +170,8 @@ class DraDriver(ClusterTest):
         labels = template["metadata"]["labels"].items()
 
         def reports():
-            logs = [pod_log(p["metadata"]["name"]) for p in get("pods", namespace=NAMESPACE)["items"]
+            pods = get("pods", namespace=NAMESPACE)["items"]
+            logs = [pod_log(p["metadata"]["name"]) for p in pods
                     if p["metadata"].get("labels", {}).items() >= labels]
             return [parse_report(log) for log in logs if "e2e-done" in log]
 
@@ -179,18 +181,18 @@ class DraDriver(ClusterTest):
         for report in done:
             self.assertEqual(report["conf"].get("NCCL_IB_HCA"), hca)
             self.assertEqual(len([d for d in report["dev"] if "uverbs" in d]), 8, report["dev"])
-        kubectl("delete", "deployment", "-n", NAMESPACE, deployment["metadata"]["name"], "--wait=true")
+        kubectl("delete", "deployment", "-n", NAMESPACE, deployment["metadata"]["name"],
+                "--wait=true")
 
     def test_policy_refuses_another_nodes_slice_with_the_drivers_token(self):
-        pod = wait_until("the driver's pod", lambda: get("pods", namespace="kube-rdma")["items"]
-                         and [p["metadata"]["name"] for p in get("pods", namespace="kube-rdma")["items"]
-                              if p["metadata"]["name"].startswith("rdma-dra-driver")])[0]
+        pod = wait_until("the driver's pod", driver_pod)["metadata"]["name"]
         token = kubectl("exec", "-n", "kube-rdma", pod, "-c", "rdma-dra-driver", "--",
                         "cat", "/var/run/secrets/kubernetes.io/serviceaccount/token").strip()
         other = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
                  "metadata": {"name": "someone-elses"},
                  "spec": {"driver": DRIVER, "nodeName": "another-node",
-                          "pool": {"name": "another-node", "generation": 1, "resourceSliceCount": 1},
+                          "pool": {"name": "another-node", "generation": 1,
+                                   "resourceSliceCount": 1},
                           "devices": []}}
         # A kubeconfig with nothing but that token: the API server sees the driver's identity.
         as_driver = os.path.join(STATE, "dra-driver-token.kubeconfig")
@@ -202,7 +204,8 @@ class DraDriver(ClusterTest):
                                 "server": server,
                                 "certificate-authority": os.path.join(STATE, "pki", "ca.crt")}}],
                             "users": [{"name": "driver", "user": {"token": token}}],
-                            "contexts": [{"name": "e2e", "context": {"cluster": "e2e", "user": "driver"}}],
+                            "contexts": [{"name": "e2e",
+                                          "context": {"cluster": "e2e", "user": "driver"}}],
                             "current-context": "e2e"}, f)
         self.assertIn("system:serviceaccount:kube-rdma:rdma-dra-driver",
                       kubectl("--kubeconfig", as_driver, "auth", "whoami"))
