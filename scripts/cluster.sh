@@ -447,7 +447,18 @@ install_kube_rdma() { # DRIVER
   [[ $1 == dra ]] && daemonset=rdma-dra-driver
   kubectl -n kube-rdma rollout status "daemonset/$daemonset" --timeout=120s >&2
   kubectl -n kube-rdma rollout status deployment/rdma-webhook --timeout=120s >&2
+  # Up means usable: the node offers the RDMA ports (the kubelet reports a device plugin's
+  # resources with its next node status; the DRA driver publishes its slice).
+  if [[ $1 == dra ]]; then
+    wait_for 60 "the DRA driver's ResourceSlice" has_output kubectl get resourceslices \
+      --field-selector "spec.driver=rdma.kube-rdma.io,spec.nodeName=$node_name" -o name
+  else
+    wait_for 60 "rdma/shared in the node's allocatable" has_output kubectl get node "$node_name" \
+      -o 'jsonpath={.status.allocatable.rdma/shared}'
+  fi
 }
+
+has_output() { [[ -n $("$@" 2>/dev/null) ]]; }
 
 # --- down --------------------------------------------------------------------------------------
 
