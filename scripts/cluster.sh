@@ -29,6 +29,8 @@ service_cidr=10.96.0.0/16
 # Not locked on in this release: named so that a release which turns one off by default still
 # runs what kube-rdma needs (DRA taints, consumable capacity, resource health).
 feature_gates=DRAConsumableCapacity=true,DRADeviceTaints=true,DRADeviceTaintRules=true,ResourceHealthStatus=true
+# The cluster's programs, in the order they start.
+daemons=(etcd kube-apiserver kube-controller-manager kube-scheduler containerd kubelet kube-proxy)
 
 die() {
   echo "cluster: $*" >&2
@@ -355,7 +357,7 @@ up() {
   kubectl label node "$node_name" kube-rdma.io/rdma-node=true >/dev/null
 
   install_kube_rdma "$driver"
-  for name in etcd kube-apiserver kube-controller-manager kube-scheduler containerd kubelet kube-proxy; do
+  for name in "${daemons[@]}"; do
     running "$name" || die "$name stopped: $(tail -3 "$state/logs/$name.log")"
   done
   say "up in $((SECONDS - start)) s: node $node_name, kube-rdma with the $driver (logs: $state/logs/)"
@@ -505,7 +507,7 @@ down() {
 
 status() {
   local name
-  for name in namespace relay etcd kube-apiserver kube-controller-manager kube-scheduler containerd kubelet kube-proxy; do
+  for name in namespace relay "${daemons[@]}"; do
     if running "$name"; then echo "$name: running (pid $(cat "$state/pids/$name"))"; else echo "$name: stopped"; fi
   done
 }

@@ -6,14 +6,11 @@ the real API server (the webhook's patch) and the real scheduler, and what its c
 Each check prints ok or FAIL; the last line is the verdict, the exit code 0 only on PASS.
 """
 
-import copy
 import json
-import os
 import sys
 
-import yaml
-from e2e_lib import (A100_HCA, CAP_IPC_LOCK, NODE, PROBE, REPO, TOOLBOX, get, has_cap, kubectl,
-                     run_probe)
+from e2e_lib import (A100_HCA, CAP_IPC_LOCK, NODE, get, has_cap, kubectl, pytorchjob_worker,
+                     run_probe, runnable_here)
 
 NAMESPACE = "training"  # the guide's
 
@@ -30,27 +27,6 @@ def check(ok, what):
     checks.append(what)
     if not ok:
         failures.append(what)
-
-
-def guide_worker_pod():
-    """The worker pod the training operator makes from examples/pytorchjob-roce.yaml, with what
-    this one small node cannot give (eight GPUs, 900Gi, the dataset volume) taken out and the
-    toolbox image printing what the container sees instead of torchrun."""
-    with open(os.path.join(REPO, "examples", "pytorchjob-roce.yaml")) as f:
-        job = next(yaml.safe_load_all(f))
-    spec = copy.deepcopy(job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"])
-    spec.pop("nodeSelector", None)
-    spec["volumes"] = []
-    spec["restartPolicy"] = "Never"
-    c = spec["containers"][0]
-    c.pop("volumeMounts", None)
-    c.pop("args", None)
-    c["resources"] = {"limits": {"rdma/shared": c["resources"]["limits"]["rdma/shared"]}}
-    c.update(image=TOOLBOX, imagePullPolicy="Never",
-             command=["sh", "-c", PROBE + "\necho e2e-done; exec sleep 3600"])
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": "bert-large-nccl-worker-0", "namespace": NAMESPACE},
-            "spec": spec}
 
 
 def main():
@@ -75,7 +51,10 @@ def main():
     kubectl("create", "namespace", NAMESPACE, check=False)
     kubectl("delete", "pod", "-n", NAMESPACE, "bert-large-nccl-worker-0", "--ignore-not-found",
             "--wait=true")
-    pod = guide_worker_pod()
+    pod, _ = pytorchjob_worker("pytorchjob-roce.yaml", "bert-large-nccl-worker-0", NAMESPACE)
+    # What this one small node cannot give (eight GPUs, 900Gi, the dataset volume) taken out, and
+    # the toolbox printing what the container sees instead of torchrun.
+    runnable_here(pod["spec"])
     admitted, report = run_probe(pod)
     container = admitted["spec"]["containers"][0]
     print("    the API server stored, from rdma-webhook's patch:")

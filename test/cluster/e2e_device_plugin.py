@@ -6,15 +6,14 @@ runc; what a container sees is read from inside it.
     scripts/cluster.sh up && python3 -m unittest test/cluster/e2e_device_plugin.py -v
 """
 
-import copy
 import os
 import time
 import unittest
 
-import yaml
 from e2e_lib import (A100_GID_INDEX, A100_HCA, CAP_IPC_LOCK, NAMESPACE, NODE, PROBE, REPO, STATE,
                      ClusterTest, cluster, create, expected_memlock, get, has_cap, kubectl,
-                     restore_ports, run_probe, set_port_state, toolbox_pod, wait_until)
+                     pytorchjob_worker, restore_ports, run_probe, runnable_here, set_port_state,
+                     toolbox_pod, wait_until)
 
 
 def allocatable(resource):
@@ -105,12 +104,7 @@ class DevicePluginPods(ClusterTest):
         exactly as written (server-side dry run: the API server calls the webhook), then, with
         what this one small node cannot give (eight GPUs, 900Gi, the dataset volume) taken out,
         scheduled and run."""
-        with open(os.path.join(REPO, "examples", "pytorchjob-roce.yaml")) as f:
-            job = next(yaml.safe_load_all(f))
-        template = job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]
-        pod = {"apiVersion": "v1", "kind": "Pod",
-               "metadata": {"name": "bert-large-nccl-worker-0", "namespace": NAMESPACE},
-               "spec": copy.deepcopy(template["spec"])}
+        pod, _ = pytorchjob_worker("pytorchjob-roce.yaml", "bert-large-nccl-worker-0")
         dry = create(pod, dry_run=True)
         container = dry["spec"]["containers"][0]
         self.assertIn("IPC_LOCK", container["securityContext"]["capabilities"]["add"])
@@ -119,17 +113,7 @@ class DevicePluginPods(ClusterTest):
         self.assertEqual(env.get("NCCL_IB_TIMEOUT"), "22")
         self.assertEqual(env.get("PYTHONUNBUFFERED"), "1")
 
-        spec = pod["spec"]
-        spec.pop("nodeSelector", None)
-        spec["volumes"] = []
-        spec["restartPolicy"] = "Never"
-        c = spec["containers"][0]
-        c.pop("volumeMounts", None)
-        c["resources"] = {"limits": {"rdma/shared": c["resources"]["limits"]["rdma/shared"]}}
-        c["image"] = toolbox_pod("x", "")["spec"]["containers"][0]["image"]
-        c["imagePullPolicy"] = "Never"
-        c["command"] = ["sh", "-c", PROBE + "\necho e2e-done; exec sleep 3600"]
-        c.pop("args", None)
+        runnable_here(pod["spec"])
         _, report = run_probe(pod)
         self.assert_rdma_container(report)
         self.assertEqual(report["env"].get("NCCL_IB_TIMEOUT"), "22")

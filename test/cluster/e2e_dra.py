@@ -6,15 +6,15 @@ NodePrepareResources and containerd applies the claim's CDI spec.
     scripts/cluster.sh up --driver dra && python3 -m unittest test/cluster/e2e_dra.py -v
 """
 
-import copy
 import os
 import subprocess
 import unittest
 
 import yaml
-from e2e_lib import (NAMESPACE, NODE, PROBE, REPO, STATE, ClusterTest, cluster, create,
-                     expected_memlock, get, kubectl, parse_report, pod_log, restore_ports,
-                     run_probe, set_port_state, toolbox_pod, wait_until)
+from e2e_lib import (NAMESPACE, NODE, PROBE, STATE, ClusterTest, cluster, create,
+                     example_documents, expected_memlock, get, kubectl, parse_report, pod_log,
+                     probe_container, pytorchjob_worker, restore_ports, run_probe, runnable_here,
+                     set_port_state, toolbox_pod, wait_until)
 
 DRIVER = "rdma.kube-rdma.io"
 DOMAIN = DRIVER + "/"
@@ -24,6 +24,17 @@ DOMAIN = DRIVER + "/"
 GPU_CLASS = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
              "metadata": {"name": "gpu.nvidia.com"},
              "spec": {"selectors": [{"cel": {"expression": "device.driver == 'gpu.nvidia.com'"}}]}}
+
+
+def pod_claim(pod_name):
+    """The ResourceClaim the pod's first claim template made for it."""
+    status = get("pod", pod_name, NAMESPACE)["status"]
+    return get("resourceclaim", status["resourceClaimStatuses"][0]["resourceClaimName"], NAMESPACE)
+
+
+def allocation_results(claim):
+    """The claim's allocated devices by request name."""
+    return {r["request"]: r for r in claim["status"]["allocation"]["devices"]["results"]}
 
 
 def start_fake_gpus(gpus):
@@ -42,15 +53,6 @@ def attribute(device, name):
 def our_slices():
     return [s for s in get("resourceslices")["items"]
             if s["spec"]["driver"] == DRIVER and s["spec"].get("nodeName") == NODE]
-
-
-def example(name):
-    """The documents of examples/dra/NAME.yaml, moved into the test namespace."""
-    with open(os.path.join(REPO, "examples", "dra", name)) as f:
-        docs = [d for d in yaml.safe_load_all(f) if d]
-    for d in docs:
-        d["metadata"]["namespace"] = NAMESPACE
-    return docs
 
 
 def in_node(*command):
@@ -78,21 +80,16 @@ class DraDriver(ClusterTest):
         nics = our_slices()[0]["spec"]["devices"]
         root = attribute(nics[0], "resource.kubernetes.io/pcieRoot")
         # Two fake GPUs: only gpu-1 shares a root with a NIC, so the constraint decides.
-        template, pod = example("gpu-with-nic.yaml")
+        template, pod = example_documents("dra/gpu-with-nic.yaml")
         start_fake_gpus(["gpu-0=pci0000:f0", f"gpu-1={root}"])
         try:
             kubectl("apply", "-f", "-", stdin=yaml.safe_dump(GPU_CLASS))
             create(template)
-            c = pod["spec"]["containers"][0]
-            c.update(toolbox_pod("x", PROBE)["spec"]["containers"][0] | {"name": c["name"]})
-            c["resources"] = {"claims": c["resources"]["claims"]}
-            pod["spec"].pop("tolerations", None)
+            runnable_here(pod["spec"])
             _, report = run_probe(pod)
 
-            claim_name = get("pod", pod["metadata"]["name"], NAMESPACE)["status"][
-                "resourceClaimStatuses"][0]["resourceClaimName"]
-            claim = get("resourceclaim", claim_name, NAMESPACE)
-            results = {r["request"]: r for r in claim["status"]["allocation"]["devices"]["results"]}
+            claim = pod_claim(pod["metadata"]["name"])
+            results = allocation_results(claim)
             self.assertEqual(results["gpu"]["device"], "gpu-1")
             nic = next(d for d in nics if d["name"] == results["nic"]["device"])
             self.assertEqual(attribute(nic, "resource.kubernetes.io/pcieRoot"), root)
@@ -120,29 +117,16 @@ class DraDriver(ClusterTest):
         """examples/dra/pytorchjob-roce.yaml: eight GPU-NIC pairs, each on one PCIe root. Four
         fake GPUs sit on each of the fixture's two roots (pci0000:00: mlx5_1..4, pci0000:80:
         mlx5_5..8), so the scheduler must pair every GPU with a NIC of its own root."""
-        template, job = example("pytorchjob-roce.yaml")
+        pod, (template,) = pytorchjob_worker("dra/pytorchjob-roce.yaml",
+                                             "bert-large-nccl-dra-worker-0")
         gpus = [f"gpu-{i}=pci0000:{'00' if i < 4 else '80'}" for i in range(8)]
         start_fake_gpus(gpus)
-        pod = {"apiVersion": "v1", "kind": "Pod",
-               "metadata": {"name": "bert-large-nccl-dra-worker-0", "namespace": NAMESPACE},
-               "spec": copy.deepcopy(
-                   job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"])}
         try:
             kubectl("apply", "-f", "-", stdin=yaml.safe_dump(GPU_CLASS))
             create(template)
-            spec = pod["spec"]
-            for key in ("nodeSelector", "tolerations", "volumes"):
-                spec.pop(key, None)
-            spec["restartPolicy"] = "Never"
-            c = spec["containers"][0]
-            c.update(toolbox_pod("x", PROBE)["spec"]["containers"][0] | {"name": c["name"]})
-            c["resources"] = {"claims": c["resources"]["claims"]}
-            c.pop("volumeMounts", None)
+            runnable_here(pod["spec"])
             _, report = run_probe(pod)
-            claim_name = get("pod", pod["metadata"]["name"], NAMESPACE)["status"][
-                "resourceClaimStatuses"][0]["resourceClaimName"]
-            results = {r["request"]: r for r in get("resourceclaim", claim_name, NAMESPACE)[
-                "status"]["allocation"]["devices"]["results"]}
+            results = allocation_results(pod_claim(pod["metadata"]["name"]))
             nics = {d["name"]: d for d in our_slices()[0]["spec"]["devices"]}
             gpu_roots = dict(g.split("=") for g in gpus)
             for i in range(8):
@@ -159,12 +143,10 @@ class DraDriver(ClusterTest):
     def test_pods_sharing_one_claim(self):
         """examples/dra/shared-claim.yaml: every ACTIVE RoCE port in one claim, used by the pods
         of a Deployment (two replicas of the toolbox here)."""
-        claim, deployment = example("shared-claim.yaml")
+        claim, deployment = example_documents("dra/shared-claim.yaml")
         create(claim)
         template = deployment["spec"]["template"]
-        c = template["spec"]["containers"][0]
-        c.update(toolbox_pod("x", PROBE)["spec"]["containers"][0] | {"name": c["name"]})
-        c["resources"] = {"claims": c["resources"]["claims"]}
+        probe_container(template["spec"]["containers"][0])
         deployment["spec"]["replicas"] = 2
         create(deployment)
         labels = template["metadata"]["labels"].items()

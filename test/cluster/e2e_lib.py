@@ -5,11 +5,14 @@ Everything goes through the real kubectl and the real API server; nothing here k
 kube-rdma computes a value.
 """
 
+import copy
 import json
 import os
 import subprocess
 import time
 import unittest
+
+import yaml
 
 NAMESPACE = "e2e"
 NODE = "a100-roce-0"
@@ -67,6 +70,58 @@ def cluster(*args):
     subprocess.run([os.path.join(REPO, "scripts", "cluster.sh"), *args], check=True)
 
 
+# After a probe: the marker run_probe waits for, then the container stays with its devices.
+STAY = "\necho e2e-done; exec sleep 3600"
+
+
+def probe_container(container):
+    """An example's container made to print the PROBE in the toolbox image instead of training:
+    its name and env stay, and of its resources only what kube-rdma grants (rdma/ limits, DRA
+    claims); the CPUs, memory, GPUs, dataset mounts and arguments this small node lacks go."""
+    resources = container.get("resources", {})
+    kept = {}
+    limits = {k: v for k, v in resources.get("limits", {}).items() if k.startswith("rdma/")}
+    if limits:
+        kept["limits"] = limits
+    if "claims" in resources:
+        kept["claims"] = resources["claims"]
+    for key in ("args", "volumeMounts"):
+        container.pop(key, None)
+    container.update(image=TOOLBOX, imagePullPolicy="Never", command=["sh", "-c", PROBE + STAY],
+                     resources=kept)
+
+
+def runnable_here(spec):
+    """A pod spec of the examples made runnable on the test node: no GPU node selector,
+    tolerations or dataset volumes, every container a probe, run once."""
+    for key in ("nodeSelector", "tolerations", "volumes"):
+        spec.pop(key, None)
+    spec["restartPolicy"] = "Never"
+    for container in spec["containers"]:
+        probe_container(container)
+
+
+def example_documents(example, namespace=NAMESPACE):
+    """The documents of examples/EXAMPLE, moved into `namespace`."""
+    with open(os.path.join(REPO, "examples", example)) as f:
+        docs = [d for d in yaml.safe_load_all(f) if d]
+    for d in docs:
+        d["metadata"]["namespace"] = namespace
+    return docs
+
+
+def pytorchjob_worker(example, name, namespace=NAMESPACE):
+    """The Worker pod the training operator makes from the PyTorchJob in examples/EXAMPLE, exactly
+    as written, and the file's other documents (claim templates), all in `namespace`."""
+    docs = example_documents(example, namespace)
+    job = next(d for d in docs if d["kind"] == "PyTorchJob")
+    others = [d for d in docs if d is not job]
+    spec = copy.deepcopy(job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"])
+    pod = {"apiVersion": "v1", "kind": "Pod",
+           "metadata": {"name": name, "namespace": namespace}, "spec": spec}
+    return pod, others
+
+
 def toolbox_pod(name, script, *, limits=None, annotations=None, env=None, security=None,
                 claims=None, sleep=True):
     """A pod of the toolbox image running `script` and then sleeping, so that its log can be
@@ -75,7 +130,7 @@ def toolbox_pod(name, script, *, limits=None, annotations=None, env=None, securi
         "name": "main",
         "image": TOOLBOX,
         "imagePullPolicy": "Never",
-        "command": ["sh", "-c", script + ("\necho e2e-done; exec sleep 3600" if sleep else "")],
+        "command": ["sh", "-c", script + (STAY if sleep else "")],
     }
     if limits:
         container["resources"] = {"limits": limits}
