@@ -22,7 +22,7 @@
 #include "dra/device_health.h"
 #include "dra/dra_metrics.h"
 #include "dra/dra_server.h"
-#include "dra/driver_liveness.h"
+#include "dra/driver_probes.h"
 #include "dra/flags.h"
 #include "dra/slice_publisher.h"
 #include "kubeclient/api_client.h"
@@ -108,9 +108,10 @@ int run(const DraFlags& flags, const sigset_t& signals, Logger& logger) {
           const DraKubeletServer& kubelet = **server;
           return judgeDriverLiveness({kubelet.draSocketPresent(),
                                       kubelet.registrationSocketPresent(), kubelet.registration(),
-                                      publisher.state(), started},
+                                      started},
                                      clock.now(), flags.health_timeout);
-        });
+        },
+        [&] { return judgeDriverReadiness(publisher.state(), clock.now()); });
     if (!started_server) {
       logger.error("cannot serve metrics", {{"error", started_server.error().message}});
       return 1;

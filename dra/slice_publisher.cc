@@ -1,6 +1,7 @@
 #include "dra/slice_publisher.h"
 
 #include <algorithm>
+#include <random>
 
 #include "dra/resource_slice.h"
 #include "kubeclient/api_paths.h"
@@ -31,6 +32,17 @@ json specWithoutGeneration(const json& slice) {
 
 std::string sliceName(const json& slice) {
   return slice.value("metadata", json::object()).value("name", "");
+}
+
+std::string sliceCollection() {
+  // Cluster-scoped: no namespace that could make the path invalid.
+  return *collectionPath(kResourceSlices, "");
+}
+
+InformerOptions watchOptions(InformerOptions options, const std::string& node_name) {
+  options.selectors.field_selector =
+      "spec.nodeName=" + node_name + ",spec.driver=" + std::string(kDraDriverName);
+  return options;
 }
 
 } // namespace
@@ -83,13 +95,20 @@ SlicePublisher::SlicePublisher(ApiClient& api, std::string node_name, PluginConf
                                Logger& logger, DraMetrics& metrics, const Clock& clock,
                                SlicePublisherOptions options)
     : api_(api), node_name_(std::move(node_name)), config_(std::move(config)), logger_(logger),
-      metrics_(metrics), clock_(clock), options_(options) {}
+      metrics_(metrics), clock_(clock), options_(std::move(options)),
+      slices_(api, sliceCollection(), watchOptions(options_.watch, node_name_), logger, clock,
+              [this] {
+                const std::lock_guard<std::mutex> lock(mutex_);
+                wake_pending_ = true;
+                wake_.notify_all();
+              }) {}
 
 void SlicePublisher::start(NodeTopology topology) {
   {
     const std::lock_guard<std::mutex> lock(mutex_);
     topology_ = std::move(topology);
   }
+  slices_.start();
   thread_ = std::thread([this] { run(); });
 }
 
@@ -99,7 +118,7 @@ void SlicePublisher::set(NodeTopology topology) {
     return;
   }
   topology_ = std::move(topology);
-  changed_ = true;
+  wake_pending_ = true;
   wake_.notify_all();
 }
 
@@ -109,6 +128,7 @@ void SlicePublisher::stop() {
     stopping_ = true;
     wake_.notify_all();
   }
+  slices_.stop();
   if (thread_.joinable()) {
     thread_.join();
   }
@@ -120,88 +140,124 @@ int64_t SlicePublisher::generation() const {
 }
 
 PublishingState SlicePublisher::state() const {
-  const std::lock_guard<std::mutex> lock(mutex_);
-  return state_;
+  PublishingState state;
+  {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    state = state_;
+  }
+  state.watch = slices_.status();
+  return state;
 }
 
 void SlicePublisher::run() {
+  using std::chrono::steady_clock;
+  std::mt19937 random{std::random_device{}()};
+  std::uniform_real_distribution<double> uniform(0.0, 1.0);
   int failures = 0;
+  std::optional<NodeTopology> published; // whose slices are wanted
+  steady_clock::time_point next_topology_at{};
+  std::optional<SliceSet> wanted;
   std::unique_lock<std::mutex> lock(mutex_);
   while (!stopping_) {
-    const NodeTopology topology = *topology_;
-    changed_ = false;
+    wake_pending_ = false;
+    const steady_clock::time_point now = clock_.now();
+    if (!published || (*published != *topology_ && now >= next_topology_at)) {
+      published = *topology_;
+      next_topology_at = now + options_.min_topology_interval;
+      wanted.reset();
+    }
     lock.unlock();
-    const Result<bool> done = reconcile(topology);
+    Result<bool> done = false;
+    if (node_uid_.empty()) {
+      if (Status read = readNodeUid(); !read) {
+        done = read.error();
+      }
+    }
+    const bool synced = slices_.status().synced;
+    if (done.ok() && synced) {
+      if (!wanted) {
+        wanted = resourceSlicesFor(*published, config_, {node_name_, node_uid_}, 0);
+      }
+      done = reconcile(*wanted);
+    }
     if (!done.ok() || *done) {
       metrics_.recordPublication(done.ok());
     }
     lock.lock();
-    std::chrono::milliseconds wait = options_.resync;
+    // Nothing to do until the topology or the watched slices change.
+    std::chrono::milliseconds wait = std::chrono::hours(1);
     if (done.ok()) {
       failures = 0;
-      state_ = PublishingState{clock_.now(), ""};
+      state_.last_error.clear();
+      if (synced) {
+        state_.last_success = clock_.now();
+      }
     } else {
       state_.last_error = done.error().message;
-      wait = backoffDelay(options_.backoff, failures++);
+      wait = retryDelay(options_.backoff, failures++, ApiError{}, uniform(random));
       logger_.warn(
           "publishing the ResourceSlices failed; retrying",
           {{"error", done.error().message}, {"retry_in_ms", std::to_string(wait.count())}});
     }
-    wake_.wait_for(lock, wait, [this] { return stopping_ || changed_; });
+    if (*published != *topology_) {
+      wait = std::min(
+          wait, std::chrono::ceil<std::chrono::milliseconds>(next_topology_at - clock_.now()));
+    }
+    wake_.wait_for(lock, std::max(wait, std::chrono::milliseconds(0)),
+                   [this] { return stopping_ || wake_pending_; });
   }
 }
 
-Result<bool> SlicePublisher::reconcile(const NodeTopology& topology) {
-  if (node_uid_.empty()) {
-    Result<std::string> node_path = objectPath(kNodes, "", node_name_);
-    if (!node_path.ok()) {
-      return node_path.error();
-    }
-    ApiResult<json> node = api_.get(*node_path);
-    if (!node.ok()) {
-      return makeError("reading Node " + node_name_ + ": " + describe(node.error()));
-    }
-    node_uid_ = node->value("metadata", json::object()).value("uid", "");
-    if (node_uid_.empty()) {
-      return makeError("Node " + node_name_ + " has no metadata.uid");
-    }
+Status SlicePublisher::readNodeUid() {
+  const Result<std::string> node_path = objectPath(kNodes, "", node_name_);
+  if (!node_path.ok()) {
+    return node_path.error();
   }
-  const Result<std::string> collection = collectionPath(kResourceSlices, "");
-  if (!collection.ok()) {
-    return collection.error();
+  const ApiResult<json> node = api_.get(*node_path);
+  if (!node.ok()) {
+    return makeError("reading Node " + node_name_ + ": " + describe(node.error()));
   }
-  const SliceSet wanted = resourceSlicesFor(topology, config_, {node_name_, node_uid_}, 0);
-  ApiResult<ObjectList> listed =
-      api_.list(*collection, {"", "spec.nodeName=" + node_name_ +
-                                      ",spec.driver=" + std::string(kDraDriverName)});
-  if (!listed.ok()) {
-    return makeError("listing ResourceSlices: " + describe(listed.error()));
+  std::string uid = node->value("metadata", json::object()).value("uid", "");
+  if (uid.empty()) {
+    return makeError("Node " + node_name_ + " has no metadata.uid");
   }
-  const int64_t last_generation = generation();
-  const SliceChanges changes = planSliceChanges(wanted.slices, listed->items, last_generation);
+  node_uid_ = std::move(uid);
+  return Ok{};
+}
+
+Result<bool> SlicePublisher::reconcile(const SliceSet& wanted) {
+  std::vector<json> watched;
+  for (auto& [name, slice] : slices_.objects()) {
+    watched.push_back(std::move(slice));
+  }
+  const SliceChanges changes = planSliceChanges(wanted.slices, watched, generation());
+  const std::string collection = sliceCollection();
   for (const std::string& name : changes.remove) {
-    ApiResult<json> removed = api_.remove(*collection + "/" + name);
+    ApiResult<json> removed = api_.remove(collection + "/" + name);
     if (!removed.ok() && removed.error().code != 404) {
       return makeError("deleting ResourceSlice " + name + ": " + describe(removed.error()));
     }
+    slices_.forget(name);
     logger_.info("deleted an extra ResourceSlice", {{"slice", name}});
   }
-  for (const json& slice : changes.update) {
+  for (json slice : changes.update) {
+    // The watched object carries its resourceVersion: a PUT of it fails with 409 if someone
+    // changed the slice since, and the watch then brings the newer one. No GET needed.
     const std::string name = slice["metadata"].value("name", "");
-    ApiResult<json> updated =
-        api_.updateWithRetry(*collection + "/" + name, [&](json& object) -> Status {
-          object["spec"] = slice["spec"];
-          return Ok{};
-        });
+    slice["apiVersion"] = wanted.slices.front()["apiVersion"].get<std::string>();
+    slice["kind"] = wanted.slices.front()["kind"].get<std::string>();
+    ApiResult<json> updated = api_.update(collection + "/" + name, slice);
     if (!updated.ok()) {
       return makeError("updating ResourceSlice " + name + ": " + describe(updated.error()));
     }
+    slices_.remember(*updated);
   }
   for (const json& slice : changes.create) {
-    ApiResult<json> created = api_.create(*collection, slice);
+    ApiResult<json> created = api_.create(collection, slice);
     if (!created.ok()) {
       return makeError("creating a ResourceSlice: " + describe(created.error()));
     }
+    slices_.remember(*created);
   }
   if (!changes.create.empty() || !changes.update.empty()) {
     for (const std::string& warning : wanted.warnings) {

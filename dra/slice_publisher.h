@@ -17,8 +17,10 @@
 #include "common/log.h"
 #include "common/plugin_config.h"
 #include "dra/dra_metrics.h"
+#include "dra/resource_slice.h"
 #include "kubeclient/api_client.h"
 #include "kubeclient/backoff.h"
+#include "kubeclient/informer.h"
 
 namespace kube_rdma {
 
@@ -40,21 +42,29 @@ SliceChanges planSliceChanges(const std::vector<nlohmann::ordered_json>& wanted,
                               const std::vector<nlohmann::json>& listed, int64_t last_generation);
 
 struct SlicePublisherOptions {
-  // How often the slices are listed to notice someone else's changes (the kubelet deletes a
-  // node's slices when it starts).
-  std::chrono::milliseconds resync{1000};
-  BackoffPolicy backoff{std::chrono::milliseconds(200), std::chrono::milliseconds(5000), 2.0};
+  // Retries of the publisher's own writes (and of the Node's GET) when they fail.
+  BackoffPolicy backoff{std::chrono::milliseconds(200), std::chrono::milliseconds(2000), 2.0, 1.0};
+  // The node's slices are watched (docs/dra.md "Publishing the slices"); this is the watch's.
+  InformerOptions watch{{},
+                        {std::chrono::milliseconds(500), std::chrono::milliseconds(2000), 2.0, 1.0},
+                        std::chrono::seconds(300)};
+  // A new topology is published at once, then at most once per this interval: a port that flaps
+  // costs one slice update per interval, carrying its latest state.
+  std::chrono::milliseconds min_topology_interval{5000};
 };
 
-// How the publisher's rounds went, for /healthz.
+// How publishing is doing, for /readyz and logs.
 struct PublishingState {
-  // When a round last succeeded (changes made or none needed); none yet: empty.
+  // When the node's slices were last seen equal to the wanted ones; none yet: empty.
   std::optional<std::chrono::steady_clock::time_point> last_success;
-  std::string last_error; // of the last round; empty when it succeeded
+  std::string last_error; // of the last write or watch failure; empty once all is well again
+  InformerStatus watch;
 };
 
 // Keeps the node's ResourceSlices in the API equal to those of the latest topology handed to
-// it, on a thread of its own: at once after set(), every `resync` otherwise, with bounded
+// it, on a thread of its own, as the Kubernetes resourceslice controller does: the node's slices
+// are watched (one LIST, then a WATCH), and a slice is written only when the watched ones differ
+// from the wanted ones (a new topology, or someone else's change or delete), with jittered
 // backoff while the API fails. docs/dra.md "Publishing the slices".
 class SlicePublisher {
 public:
@@ -76,9 +86,11 @@ public:
 
 private:
   void run();
-  // One round: the Node's uid once, then LIST and apply planSliceChanges. True when it created,
-  // updated or deleted a slice.
-  Result<bool> reconcile(const NodeTopology& topology);
+  // The Node's uid, read once: the slices' ownerReference.
+  Status readNodeUid();
+  // Compares the watched slices with the wanted ones and writes the difference. True when it
+  // created, updated or deleted a slice.
+  Result<bool> reconcile(const SliceSet& wanted);
 
   ApiClient& api_;
   const std::string node_name_;
@@ -88,11 +100,12 @@ private:
   const Clock& clock_;
   const SlicePublisherOptions options_;
   std::string node_uid_; // the publisher's thread only
+  Informer slices_;
 
   mutable std::mutex mutex_;
   std::condition_variable wake_;
-  std::optional<NodeTopology> topology_;
-  bool changed_ = false;
+  std::optional<NodeTopology> topology_; // the newest one handed in
+  bool wake_pending_ = false;            // set(), or the watched slices changed
   bool stopping_ = false;
   int64_t generation_ = 0;
   PublishingState state_;

@@ -223,7 +223,8 @@ ApiResult<ApiClient::Answer> ApiClient::exchange(const char* method, const std::
       }
       return transportError(method, path, *connection, static_cast<int>(result.error()));
     }
-    Answer answer{result->status, std::move(result->body)};
+    Answer answer{result->status, std::move(result->body),
+                  parseRetryAfter(result->get_header_value("Retry-After"))};
     keepConnection(std::move(connection));
     if (answer.status == 401 && token_->fromFile() && attempt == 0) {
       token_->expire();
@@ -240,7 +241,9 @@ ApiResult<json> ApiClient::call(const char* method, const std::string& path, con
       return answer.error();
     }
     if (!isSuccess(answer->status)) {
-      return errorFromAnswer(answer->status, answer->body);
+      ApiError error = errorFromAnswer(answer->status, answer->body);
+      error.retry_after = answer->retry_after;
+      return error;
     }
     return parseApiJson(answer->body, answer->status, std::string(method) + " " + path + " answer");
   }();
@@ -340,6 +343,7 @@ ApiResult<std::string> ApiClient::watch(const std::string& collection_path,
 
   std::string last_version = options.resource_version;
   int status = 0;
+  std::chrono::seconds retry_after{0};
   std::string error_body;
   WatchLineBuffer lines;
   std::optional<ApiError> failure;
@@ -348,6 +352,7 @@ ApiResult<std::string> ApiClient::watch(const std::string& collection_path,
       address_.path_prefix + path, headers,
       [&](const httplib::Response& response) {
         status = response.status;
+        retry_after = parseRetryAfter(response.get_header_value("Retry-After"));
         return true;
       },
       [&](const char* data, size_t length) {
@@ -385,22 +390,27 @@ ApiResult<std::string> ApiClient::watch(const std::string& collection_path,
     stop.active_ = nullptr;
     ended_by_caller = ended_by_caller || stop.stopped_;
   }
-  if (failure) {
-    return *failure;
-  }
   if (ended_by_caller) {
     return last_version;
   }
-  if (status != 0 && status != 200) {
+  ApiError error;
+  if (failure) {
+    error = *failure;
+  } else if (status != 0 && status != 200) {
     if (status == 401) {
       token_->expire();
     }
-    return errorFromAnswer(status, error_body);
+    error = errorFromAnswer(status, error_body);
+    error.retry_after = retry_after;
+  } else if (!result) {
+    error = transportError("WATCH", path, *connection, static_cast<int>(result.error()));
+  } else {
+    return last_version;
   }
-  if (!result) {
-    return transportError("WATCH", path, *connection, static_cast<int>(result.error()));
+  if (options_.on_error) {
+    options_.on_error(error);
   }
-  return last_version;
+  return error;
 }
 
 } // namespace kube_rdma

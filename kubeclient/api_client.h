@@ -32,8 +32,8 @@ struct ClientOptions {
   // Connections kept open for reuse: a request finding one skips the TCP and TLS handshakes.
   size_t max_idle_connections = 4;
   std::string user_agent = "kube-rdma";
-  // Told of every GET, LIST, POST, PUT and DELETE that fails, as it returns (a daemon's metrics
-  // count them); empty: nobody is.
+  // Told of every GET, LIST, POST, PUT, DELETE and WATCH that fails, as it returns (a daemon's
+  // metrics count them); empty: nobody is.
   std::function<void(const ApiError& error)> on_error;
 };
 
@@ -106,6 +106,7 @@ private:
   struct Answer {
     int status = 0;
     std::string body;
+    std::chrono::seconds retry_after{0};
   };
   ApiClient(ServerAddress address, std::unique_ptr<TlsMaterial> tls, ClientOptions options,
             std::unique_ptr<BearerToken> token);

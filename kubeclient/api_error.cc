@@ -1,5 +1,7 @@
 #include "kubeclient/api_error.h"
 
+#include <algorithm>
+
 #include "common/json_depth.h"
 
 namespace kube_rdma {
@@ -75,6 +77,21 @@ std::string describe(const ApiError& error) {
 
 Error toError(const ApiError& error) {
   return makeError(describe(error));
+}
+
+std::chrono::seconds parseRetryAfter(std::string_view header) {
+  constexpr long long kMaxSeconds = 600;
+  if (header.empty() || header.size() > 10) {
+    return std::chrono::seconds(0);
+  }
+  long long seconds = 0;
+  for (const char c : header) {
+    if (c < '0' || c > '9') {
+      return std::chrono::seconds(0);
+    }
+    seconds = seconds * 10 + (c - '0');
+  }
+  return std::chrono::seconds(std::min(seconds, kMaxSeconds));
 }
 
 bool isRetryable(const ApiError& error) {

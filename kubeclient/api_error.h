@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <string>
 #include <string_view>
 
@@ -19,6 +20,9 @@ struct ApiError {
   // The Status object's `message` verbatim (it names the object and the rule that refused it),
   // or what went wrong on our side.
   std::string message;
+  // The answer's Retry-After (429 and 503 carry one: how long the server asks callers to wait);
+  // 0 when it had none.
+  std::chrono::seconds retry_after{0};
 };
 
 template <class T> using ApiResult = Result<T, ApiError>;
@@ -32,6 +36,10 @@ ApiError errorFromAnswer(int http_status, std::string_view body);
 // The error a Status object stands for (a watch's ERROR event carries one). `fallback_code` when
 // the object has no `code`.
 ApiError errorFromStatus(const nlohmann::json& status, int fallback_code);
+
+// A Retry-After header's delay-seconds; 0 for anything else (an HTTP date, garbage, nothing).
+// Capped at 10 minutes: a broken proxy must not park a daemon for a day.
+std::chrono::seconds parseRetryAfter(std::string_view header);
 
 // "HTTP 409 Conflict: <message>" or "<message>" when there was no answer: for logs and for the
 // plain Error that callers outside the API layer pass on.

@@ -17,8 +17,8 @@ struct MetricsServer::Impl {
   int port = 0;
 };
 
-Result<std::unique_ptr<MetricsServer>> MetricsServer::start(const std::string& address,
-                                                            RenderFn render, HealthFn health) {
+Result<std::unique_ptr<MetricsServer>>
+MetricsServer::start(const std::string& address, RenderFn render, HealthFn health, HealthFn ready) {
   auto listen = parseListenAddress(address);
   if (!listen) {
     return makeError("--metrics-address: " + listen.error().message);
@@ -36,13 +36,18 @@ Result<std::unique_ptr<MetricsServer>> MetricsServer::start(const std::string& a
                                                             httplib::Response& response) {
     response.set_content(render(), "text/plain; version=0.0.4; charset=utf-8");
   });
-  impl->server.Get("/healthz", [health = std::move(health)](const httplib::Request&,
-                                                            httplib::Response& response) {
-    auto status = health();
-    response.status = status ? 200 : 503;
-    response.set_content(status ? *status : status.error().message + "\n",
-                         "text/plain; charset=utf-8");
-  });
+  const auto probe = [](HealthFn judge) {
+    return [judge = std::move(judge)](const httplib::Request&, httplib::Response& response) {
+      auto status = judge();
+      response.status = status ? 200 : 503;
+      response.set_content(status ? *status : status.error().message + "\n",
+                           "text/plain; charset=utf-8");
+    };
+  };
+  impl->server.Get("/healthz", probe(std::move(health)));
+  if (ready) {
+    impl->server.Get("/readyz", probe(std::move(ready)));
+  }
   impl->port = listen->port == 0
                    ? impl->server.bind_to_any_port(listen->host)
                    : (impl->server.bind_to_port(listen->host, listen->port) ? listen->port : -1);

@@ -8,8 +8,9 @@
 
 namespace kube_rdma {
 
-// Plain-HTTP GET /metrics (Prometheus text 0.0.4) and /healthz (200, or 503 with the reason) on
-// --metrics-address, served by cpp-httplib on a small thread pool of its own.
+// Plain-HTTP GET /metrics (Prometheus text 0.0.4), /healthz and, when given, /readyz (200, or
+// 503 with the reason) on --metrics-address, served by cpp-httplib on a small thread pool of
+// its own.
 class MetricsServer {
 public:
   using RenderFn = std::function<std::string()>;
@@ -19,7 +20,7 @@ public:
    * @param address "HOST:PORT" or ":PORT" (all addresses); port 0 picks a free one.
    */
   static Result<std::unique_ptr<MetricsServer>> start(const std::string& address, RenderFn render,
-                                                      HealthFn health);
+                                                      HealthFn health, HealthFn ready = nullptr);
   // Stops listening and joins the server's threads.
   ~MetricsServer();
   MetricsServer(const MetricsServer&) = delete;

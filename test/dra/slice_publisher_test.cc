@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <sstream>
+#include <thread>
 
 #include "dra/resource_slice.h"
 #include "test/dra/dra_test_support.h"
@@ -110,8 +111,13 @@ protected:
   MetricsRegistry registry_;
   DraMetrics metrics_{registry_};
   RealClock clock_;
-  SlicePublisherOptions fast_{std::chrono::milliseconds(50),
-                              {std::chrono::milliseconds(10), std::chrono::milliseconds(100), 2}};
+  SlicePublisherOptions fast_ = [] {
+    SlicePublisherOptions options;
+    options.backoff = {std::chrono::milliseconds(10), std::chrono::milliseconds(100), 2, 1.0};
+    options.watch.backoff = options.backoff;
+    options.min_topology_interval = std::chrono::milliseconds(0);
+    return options;
+  }();
 };
 
 TEST_F(SlicePublisherTest, PublishesTheNodesSliceOwnedByTheNode) {
@@ -147,6 +153,57 @@ TEST_F(SlicePublisherTest, AChangedTopologyRaisesTheGeneration) {
   publisher.set(smaller);
   ASSERT_TRUE(eventually([&] { return publishedExactly(7, 2); })) << log_.str();
   EXPECT_EQ(nodeSlices()[0]["metadata"]["name"], name); // updated, not replaced
+}
+
+TEST_F(SlicePublisherTest, ASliceSomeoneChangedIsPutBack) {
+  SlicePublisher publisher(api_.api(), kTestNode, defaultPluginConfig(), logger_, metrics_, clock_,
+                           fast_);
+  publisher.start(topology_);
+  ASSERT_TRUE(eventually([&] { return publishedExactly(8, 1); })) << log_.str();
+  json changed = nodeSlices()[0];
+  changed["spec"]["devices"].erase(0);
+  api_.simulator().put("resourceslices", changed);
+  ASSERT_TRUE(eventually([&] { return publishedExactly(8, 2); })) << log_.str();
+}
+
+TEST_F(SlicePublisherTest, OnceInStepItSendsNothingAndAChangeIsOnePut) {
+  SlicePublisher publisher(api_.api(), kTestNode, defaultPluginConfig(), logger_, metrics_, clock_,
+                           fast_);
+  publisher.start(topology_);
+  ASSERT_TRUE(eventually([&] { return publishedExactly(8, 1); })) << log_.str();
+  // The Node's GET, the LIST, the POST and the WATCH reached the server.
+  ASSERT_TRUE(eventually([&] { return api_.simulator().requestCount() == 4; }));
+  const size_t requests = api_.simulator().requestCount();
+  // The old publisher listed every second; any polling under 200 ms would show here.
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(api_.simulator().requestCount(), requests);
+  NodeTopology smaller = topology_;
+  smaller.devices.pop_back();
+  publisher.set(smaller);
+  ASSERT_TRUE(eventually([&] { return publishedExactly(7, 2); })) << log_.str();
+  std::this_thread::sleep_for(std::chrono::milliseconds(100)); // its own watch event arrives
+  EXPECT_EQ(api_.simulator().requestCount(), requests + 1);    // the PUT, no GET before it
+}
+
+TEST_F(SlicePublisherTest, AFlappingPortIsPublishedOncePerInterval) {
+  SlicePublisherOptions slow = fast_;
+  slow.min_topology_interval = std::chrono::milliseconds(500);
+  SlicePublisher publisher(api_.api(), kTestNode, defaultPluginConfig(), logger_, metrics_, clock_,
+                           slow);
+  publisher.start(topology_);
+  ASSERT_TRUE(eventually([&] { return publishedExactly(8, 1); })) << log_.str();
+  NodeTopology down = topology_;
+  down.devices.pop_back();
+  for (int flap = 0; flap < 5; ++flap) {
+    publisher.set(down);
+    publisher.set(topology_);
+  }
+  publisher.set(down);
+  // The first change went out at once (if the interval since the first publication had passed)
+  // or with the interval; the four flaps after it were folded into one update with the last
+  // state.
+  ASSERT_TRUE(eventually([&] { return publishedExactly(7, 2); })) << log_.str();
+  EXPECT_LE(publisher.generation(), 3);
 }
 
 TEST_F(SlicePublisherTest, DuplicateSlicesAreCleanedUp) {

@@ -339,12 +339,14 @@ TEST_F(ApiClientTest, OverloadAnswersAreRetryableErrors) {
   ASSERT_FALSE(throttled);
   EXPECT_EQ(throttled.error().code, 429);
   EXPECT_EQ(throttled.error().reason, "TooManyRequests");
+  EXPECT_EQ(throttled.error().retry_after, std::chrono::seconds(1)); // the header's
   EXPECT_TRUE(isRetryable(throttled.error()));
   simulator_->failNext(1, 500);
   ApiResult<json> failed = api->get(slicePath("s"));
   ASSERT_FALSE(failed);
   EXPECT_EQ(failed.error().code, 500);
   EXPECT_EQ(failed.error().message, "Internal error occurred: injected by the test");
+  EXPECT_EQ(failed.error().retry_after, std::chrono::seconds(0));
   EXPECT_EQ(api->get(slicePath("s")).error().code, 404); // served again
 }
 

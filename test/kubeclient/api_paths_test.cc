@@ -117,6 +117,34 @@ TEST(BackoffTest, GrowsByTheFactorUpToTheCap) {
   EXPECT_EQ(backoffDelay(policy, 1000000), 1000ms);
 }
 
+TEST(BackoffTest, JitterStretchesTheDelayByUpToItsShare) {
+  const BackoffPolicy policy{100ms, 1000ms, 2.0, 1.0};
+  EXPECT_EQ(retryDelay(policy, 1, ApiError{}, 0.0), 200ms);
+  EXPECT_EQ(retryDelay(policy, 1, ApiError{}, 0.5), 300ms);
+  EXPECT_EQ(retryDelay(policy, 9, ApiError{}, 0.99), 1990ms);
+  const BackoffPolicy steady{100ms, 1000ms, 2.0, 0.0};
+  EXPECT_EQ(retryDelay(steady, 1, ApiError{}, 0.99), 200ms);
+}
+
+TEST(BackoffTest, TheServersRetryAfterIsTheShortestWait) {
+  const BackoffPolicy policy{100ms, 1000ms, 2.0, 1.0};
+  ApiError throttled{429, "TooManyRequests", ""};
+  throttled.retry_after = std::chrono::seconds(3);
+  EXPECT_EQ(retryDelay(policy, 0, throttled, 0.5), 3000ms);
+  throttled.retry_after = std::chrono::seconds(0);
+  EXPECT_EQ(retryDelay(policy, 0, throttled, 0.5), 150ms);
+}
+
+TEST(ApiErrorTest, RetryAfterIsDelaySecondsCappedAtTenMinutes) {
+  EXPECT_EQ(parseRetryAfter("1"), std::chrono::seconds(1));
+  EXPECT_EQ(parseRetryAfter("120"), std::chrono::seconds(120));
+  EXPECT_EQ(parseRetryAfter("86400"), std::chrono::seconds(600));
+  EXPECT_EQ(parseRetryAfter(""), std::chrono::seconds(0));
+  EXPECT_EQ(parseRetryAfter("-1"), std::chrono::seconds(0));
+  EXPECT_EQ(parseRetryAfter("Wed, 21 Oct 2026 07:28:00 GMT"), std::chrono::seconds(0));
+  EXPECT_EQ(parseRetryAfter("99999999999999999999"), std::chrono::seconds(0));
+}
+
 TEST(WatchStreamTest, LinesAreCutAtNewlinesWhereverChunksEnd) {
   WatchLineBuffer buffer;
   std::string line;
