@@ -371,6 +371,11 @@ start_control_plane() {
     --listen-client-urls http://127.0.0.1:2379 --advertise-client-urls http://127.0.0.1:2379 \
     --listen-peer-urls http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380 \
     --initial-cluster default=http://127.0.0.1:2380 --unsafe-no-fsync --log-level warn
+  start_apiserver
+}
+
+start_apiserver() {
+  local pki=$state/pki
   start_daemon kube-apiserver kube-apiserver --etcd-servers http://127.0.0.1:2379 \
     --bind-address 0.0.0.0 --secure-port 6443 --advertise-address "$node_ip" \
     --tls-cert-file "$pki/apiserver.crt" --tls-private-key-file "$pki/apiserver.key" \
@@ -527,7 +532,8 @@ component() { # stop|start NAME [ARGS]
     start:kubelet) start_kubelet ;;
     start:containerd) start_containerd ;;
     start:kube-proxy) start_daemon kube-proxy kube-proxy --config "$state/kube-proxy.yaml" ;;
-    *) die "start knows kubelet, containerd, kube-proxy and fake-gpu-driver, not '$2'" ;;
+    start:kube-apiserver) start_apiserver ;;
+    *) die "start knows kube-apiserver, kubelet, containerd, kube-proxy and fake-gpu-driver, not '$2'" ;;
   esac
 }
 

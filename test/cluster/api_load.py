@@ -11,23 +11,13 @@ Prints one table; BENCHMARKS.md records it.
 
 import argparse
 import collections
-import json
 import os
 import re
 import time
 
-from e2e_lib import STATE, kubectl
+from e2e_lib import STATE, audit_events, kubectl, rfc3339
 
 KUBE_RDMA_AGENTS = ("rdma-dra-driver", "rdma-webhook", "kube-rdma")
-
-
-def audit_events(path, since, until):
-    with open(path) as f:
-        for line in f:
-            event = json.loads(line)
-            stamp = event.get("stageTimestamp", "")
-            if since <= stamp < until and event.get("stage") == "ResponseComplete":
-                yield event
 
 
 def request_totals(resources):
@@ -42,10 +32,6 @@ def request_totals(resources):
         if labels.get("resource") in resources:
             totals[(labels["verb"], labels["resource"])] += float(m.group(2))
     return totals
-
-
-def rfc3339(t):
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(t % 1 * 1e6):06d}Z"
 
 
 def main():

@@ -254,3 +254,25 @@ def set_port_state(device, port, state):
 def restore_ports():
     for i in range(1, 9):
         set_port_state(f"mlx5_{i}", 1, "ACTIVE")
+
+
+def rfc3339(t):
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(t % 1 * 1e6):06d}Z"
+
+
+def audit_events(path, since, until):
+    with open(path) as f:
+        for line in f:
+            event = json.loads(line)
+            stamp = event.get("stageTimestamp", "")
+            if since <= stamp < until and event.get("stage") == "ResponseComplete":
+                yield event
+
+
+def requests_of(user_agent, since, until):
+    """(verb, resource) of every request the program sent between two time.time() stamps, from
+    the API server's audit log."""
+    return [(e["verb"], e.get("objectRef", {}).get("resource", ""))
+            for e in audit_events(os.path.join(STATE, "logs", "audit.log"), rfc3339(since),
+                                  rfc3339(until))
+            if e.get("userAgent", "").split("/")[0].split(" ")[0] == user_agent]
