@@ -94,8 +94,4 @@ std::chrono::seconds parseRetryAfter(std::string_view header) {
   return std::chrono::seconds(std::min(seconds, kMaxSeconds));
 }
 
-bool isRetryable(const ApiError& error) {
-  return error.code == 0 || error.code == 429 || error.code >= 500;
-}
-
 } // namespace kube_rdma

@@ -50,8 +50,4 @@ Error toError(const ApiError& error);
 // with `code` (the answer's HTTP status), never an exception.
 ApiResult<nlohmann::json> parseApiJson(std::string_view text, int code, std::string_view what);
 
-// Whether the same request may succeed later unchanged: no answer, 429 and 5xx. 409 is not
-// (the object changed: re-read it), nor 410 (the watch's history is gone: re-list).
-bool isRetryable(const ApiError& error);
-
 } // namespace kube_rdma

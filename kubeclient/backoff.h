@@ -6,7 +6,7 @@
 
 namespace kube_rdma {
 
-// Bounded exponential backoff for callers that retry what isRetryable() allows: initial,
+// Bounded exponential backoff for callers that retry failed requests: initial,
 // initial×factor, ... capped at max, each stretched by a random part of up to `jitter` of itself
 // so that a fleet that failed together does not come back together.
 struct BackoffPolicy {

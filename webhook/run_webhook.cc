@@ -89,6 +89,9 @@ int run(const WebhookFlags& flags) {
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  // A peer (the API server, a probe) closing a kept-alive socket must fail the write, not end
+  // the process.
+  signal(SIGPIPE, SIG_IGN);
 
   MetricsRegistry registry;
   WebhookMetrics metrics(registry);

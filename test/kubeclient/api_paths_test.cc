@@ -72,7 +72,6 @@ TEST(ApiErrorTest, AStatusBodyGivesReasonAndMessageVerbatim) {
             "resourceslices.resource.k8s.io \"x\" is forbidden: User \"u\" cannot delete resource "
             "\"resourceslices\" in API group \"resource.k8s.io\" at the cluster scope");
   EXPECT_EQ(describe(error), "HTTP 403 Forbidden: " + error.message);
-  EXPECT_FALSE(isRetryable(error));
 }
 
 TEST(ApiErrorTest, BodiesThatAreNotAStatusAreQuotedNotTrusted) {
@@ -97,15 +96,6 @@ TEST(ApiErrorTest, ParseApiJsonRefusesBadAndDeepJson) {
   ASSERT_FALSE(deep);
   EXPECT_EQ(deep.error().message, "answer nests deeper than 100 levels: not an API object");
   EXPECT_EQ(deep.error().code, 200);
-}
-
-TEST(ApiErrorTest, RetryableAreNoAnswerTooManyRequestsAndServerErrors) {
-  EXPECT_TRUE(isRetryable(ApiError{0, "", "connection refused"}));
-  EXPECT_TRUE(isRetryable(ApiError{429, "TooManyRequests", ""}));
-  EXPECT_TRUE(isRetryable(ApiError{503, "ServiceUnavailable", ""}));
-  EXPECT_FALSE(isRetryable(ApiError{409, "Conflict", ""}));
-  EXPECT_FALSE(isRetryable(ApiError{410, "Expired", ""}));
-  EXPECT_FALSE(isRetryable(ApiError{404, "NotFound", ""}));
 }
 
 TEST(BackoffTest, GrowsByTheFactorUpToTheCap) {
