@@ -50,7 +50,7 @@ struct SlicePublisherOptions {
                         std::chrono::seconds(300)};
   // A new topology is published at once, then at most once per this interval: a port that flaps
   // costs one slice update per interval, carrying its latest state.
-  std::chrono::milliseconds min_topology_interval{5000};
+  std::chrono::milliseconds min_topology_interval{1500};
 };
 
 // How publishing is doing, for /readyz and logs.
