@@ -1032,8 +1032,22 @@ async function startApiServer(objects, pod, namespace, node, scratch) {
     metadata: { name: node, uid: "6f1c0d2e-0000-4000-8000-000000000001", resourceVersion: "1" },
   });
   const requests = [];
+  // Open watches: each gets the ADDED, MODIFIED and DELETED events of the objects it selects, one
+  // JSON object a line, as the API server streams them.
+  const watches = new Set();
+  const selects = (selector, object) =>
+    (selector ?? "")
+      .split(",")
+      .filter((f) => f)
+      .map((f) => f.split("="))
+      .every(([path, v]) => path.split(".").reduce((o, k) => o?.[k], object) === v);
+  const notify = (type, resource, object) => {
+    for (const w of watches)
+      if (w.resource === resource && selects(w.selector, object))
+        w.res.write(JSON.stringify({ type, object }) + "\n");
+  };
 
-  const handle = (req, body, reply) => {
+  const handle = (req, body, reply, res) => {
     if (req.headers.authorization !== `Bearer ${token}`) return reply(401, "Unauthorized");
     const url = new URL(req.url, "https://127.0.0.1");
     const m =
@@ -1085,16 +1099,25 @@ async function startApiServer(objects, pod, namespace, node, scratch) {
     }
     if (verb === "get") return old ? reply(200, old) : reply(404, `${key} not found`);
     if (verb === "list") {
-      const wanted = (url.searchParams.get("fieldSelector") ?? "")
-        .split(",")
-        .filter((f) => f)
-        .map((f) => f.split("="));
-      const value = (o, path) => path.split(".").reduce((v, k) => v?.[k], o);
       const items = [...store.entries()]
         .filter(([k]) => k.startsWith(`${resource}/`))
         .map(([, o]) => o)
-        .filter((o) => wanted.every(([path, v]) => value(o, path) === v));
+        .filter((o) => selects(url.searchParams.get("fieldSelector"), o));
       return reply(200, { kind: "List", metadata: { resourceVersion: `${version}` }, items });
+    }
+    if (verb === "watch") {
+      // Changes after the LIST only: the programs watch from the version their LIST answered,
+      // and nothing changes between the two here but through them.
+      const watch = { resource, selector: url.searchParams.get("fieldSelector"), res };
+      watches.add(watch);
+      res.writeHead(200, { "Content-Type": "application/json" });
+      const seconds = Number(url.searchParams.get("timeoutSeconds") ?? 1800);
+      const timer = setTimeout(() => res.end(), seconds * 1000);
+      res.on("close", () => {
+        clearTimeout(timer);
+        watches.delete(watch);
+      });
+      return undefined;
     }
     if (verb === "create") {
       const suffix = Math.random().toString(36).slice(2, 7);
@@ -1103,6 +1126,7 @@ async function startApiServer(objects, pod, namespace, node, scratch) {
       object.metadata.uid = `uid-${object.metadata.name}`;
       object.metadata.resourceVersion = `${++version}`;
       store.set(`${resource}/${object.metadata.name}`, object);
+      notify("ADDED", resource, object);
       return reply(201, object);
     }
     if (!old) return reply(404, `${key} not found`);
@@ -1111,10 +1135,12 @@ async function startApiServer(objects, pod, namespace, node, scratch) {
         return reply(409, `${key}: the object has been modified`);
       object.metadata.resourceVersion = `${++version}`;
       store.set(key, object);
+      notify("MODIFIED", resource, object);
       return reply(200, object);
     }
     if (verb === "delete") {
       store.delete(key);
+      notify("DELETED", resource, old);
       return reply(200, old);
     }
     return reply(405, `${verb} is not served here`);
@@ -1136,7 +1162,7 @@ async function startApiServer(objects, pod, namespace, node, scratch) {
           };
           res.writeHead(code, { "Content-Type": "application/json" });
           res.end(JSON.stringify(code < 300 ? content : status));
-        }),
+        }, res),
       );
     },
   );
