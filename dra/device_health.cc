@@ -12,15 +12,8 @@ std::vector<DeviceHealthStatus> deviceHealth(const NodeTopology& topology,
   const std::vector<NodePool> pools = buildPools(topology, config);
   std::vector<DeviceHealthStatus> out;
   for (const DraPort& p : publishedPorts(topology, pools)) {
-    DeviceHealthStatus status{p.name, true, ""};
-    if (!p.port->active()) {
-      status = {p.name, false,
-                p.device->name + " port " + std::to_string(p.port->number) + " is " +
-                    toString(p.port->state)};
-    } else if (p.device->uverbs.empty()) {
-      status = {p.name, false, p.device->name + " has no uverbs device node"};
-    }
-    out.push_back(std::move(status));
+    const std::optional<PortProblem> problem = portProblem(*p.device, *p.port);
+    out.push_back({p.name, !problem, problem ? problem->message : ""});
   }
   return out;
 }

@@ -21,8 +21,7 @@ struct DeviceHealthStatus {
   bool operator==(const DeviceHealthStatus&) const = default;
 };
 
-// Every published port: healthy when it is ACTIVE and its HCA has a uverbs node (as the device
-// plugin's health rule), in publication order.
+// Every published port: healthy unless portProblem() names one, in publication order.
 std::vector<DeviceHealthStatus> deviceHealth(const NodeTopology& topology,
                                              const PluginConfig& config);
 

@@ -94,10 +94,27 @@ Json deviceJson(const DraPort& p, std::vector<std::string>& warnings) {
   a.addString("pciDeviceID", d.device_id);
   a.addString("resource.kubernetes.io/pciBusID", d.pci_address);
   a.addString("resource.kubernetes.io/pcieRoot", rootComplexOf(d.pcie_path));
-  return Json{{"name", p.name}, {"attributes", a.take()}};
+  Json device = {{"name", p.name}, {"attributes", a.take()}};
+  if (const std::optional<PortProblem> problem = portProblem(d, port)) {
+    // No timeAdded: the API server stamps it when the taint first appears.
+    device["taints"] = Json::array(
+        {{{"key", kUnhealthyTaintKey}, {"value", problem->reason}, {"effect", "NoSchedule"}}});
+  }
+  return device;
 }
 
 } // namespace
+
+std::optional<PortProblem> portProblem(const RdmaDevice& device, const Port& port) {
+  if (!port.active()) {
+    return PortProblem{toString(port.state), device.name + " port " + std::to_string(port.number) +
+                                                 " is " + toString(port.state)};
+  }
+  if (device.uverbs.empty()) {
+    return PortProblem{"NoUverbsDevice", device.name + " has no uverbs device node"};
+  }
+  return std::nullopt;
+}
 
 std::string draDeviceName(const RdmaDevice& device, uint32_t port) {
   const std::string suffix = "-p" + std::to_string(port);

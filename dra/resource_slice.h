@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,21 @@ struct DraPort {
 // (soft-RoCE) is named after its kernel name instead: "rdma-rxe0-p1".
 std::string draDeviceName(const RdmaDevice& device, uint32_t port);
 
+// Why a published port cannot serve a new pod, in two forms: `reason` a label value for the
+// device's taint ("DOWN", "INIT", "NoUverbsDevice"), `message` a sentence for the pod status.
+struct PortProblem {
+  std::string reason;
+  std::string message;
+};
+
+// The device plugin's health rule: a port serves when it is ACTIVE and its HCA has a uverbs
+// device node. nullopt when it serves.
+std::optional<PortProblem> portProblem(const RdmaDevice& device, const Port& port);
+
+// The taint a port with a problem gets in the slice (effect NoSchedule: the scheduler allocates
+// it to no claim that does not tolerate it; pods already running on it stay).
+inline constexpr const char* kUnhealthyTaintKey = "rdma.kube-rdma.io/unhealthy";
+
 // Every port the pools take, in topology order.
 std::vector<DraPort> publishedPorts(const NodeTopology& topology,
                                     const std::vector<NodePool>& pools);
@@ -54,7 +70,8 @@ struct SliceSet {
 // The ResourceSlices (resource.k8s.io/v1) of the node's pool at `generation`: spec.driver,
 // spec.nodeName, spec.pool {name = node, generation, resourceSliceCount}, the devices with their
 // attributes (docs/dra.md lists them), metadata.generateName "<node>-rdma.kube-rdma.io-" and an
-// ownerReference to the Node. A value the API would reject (a string over 64 characters) is
+// ownerReference to the Node; a port with a problem carries the taint kUnhealthyTaintKey with
+// the reason as its value. A value the API would reject (a string over 64 characters) is
 // left out with a warning rather than failing the whole slice.
 SliceSet resourceSlicesFor(const NodeTopology& topology, const PluginConfig& config,
                            const SliceOwner& owner, int64_t generation);

@@ -22,12 +22,60 @@ int64_t poolGeneration(const json& slice) {
   return generation->is_number_integer() ? generation->get<int64_t>() : 0;
 }
 
-json specWithoutGeneration(const json& slice) {
+// Calls f(taint) for every taint of every device of a slice's spec.
+template <typename Spec, typename F> void forEachTaint(Spec& spec, F f) {
+  if (!spec.contains("devices") || !spec["devices"].is_array()) {
+    return;
+  }
+  for (auto& device : spec["devices"]) {
+    if (device.is_object() && device.contains("taints") && device["taints"].is_array()) {
+      for (auto& taint : device["taints"]) {
+        f(device, taint);
+      }
+    }
+  }
+}
+
+// The spec as far as it is ours: without pool.generation, and without the taints' timeAdded,
+// which the API server stamps.
+json comparableSpec(const json& slice) {
   json spec = slice.value("spec", json::object());
   if (spec.contains("pool") && spec["pool"].is_object()) {
     spec["pool"].erase("generation");
   }
+  forEachTaint(spec, [](json&, json& taint) {
+    if (taint.is_object()) {
+      taint.erase("timeAdded");
+    }
+  });
   return spec;
+}
+
+// A taint that stays keeps the time it was added, the one the API server stamped.
+void keepTaintTimes(json& spec, const json& listed_spec) {
+  forEachTaint(spec, [&](json& device, json& taint) {
+    forEachTaint(listed_spec, [&](const json& old_device, const json& old_taint) {
+      if (old_device.value("name", "") == device.value("name", "") &&
+          old_taint.contains("timeAdded") && old_taint.value("key", "") == taint.value("key", "") &&
+          old_taint.value("value", "") == taint.value("value", "") &&
+          old_taint.value("effect", "") == taint.value("effect", "")) {
+        taint["timeAdded"] = old_taint["timeAdded"];
+      }
+    });
+  });
+}
+
+bool hasTaints(const json& slice) {
+  const json spec = slice.value("spec", json::object());
+  bool found = false;
+  forEachTaint(spec, [&](const json&, const json&) { found = true; });
+  return found;
+}
+
+void dropTaints(nlohmann::ordered_json& slice) {
+  for (auto& device : slice["spec"]["devices"]) {
+    device.erase("taints");
+  }
 }
 
 std::string sliceName(const json& slice) {
@@ -64,7 +112,7 @@ SliceChanges planSliceChanges(const std::vector<nlohmann::ordered_json>& wanted,
     highest = std::max(highest, poolGeneration(slice));
   }
   for (size_t i = 0; i < kept && !changed; ++i) {
-    changed = specWithoutGeneration(sorted[i]) != specWithoutGeneration(wanted_plain[i]) ||
+    changed = comparableSpec(sorted[i]) != comparableSpec(wanted_plain[i]) ||
               poolGeneration(sorted[i]) != poolGeneration(sorted[0]);
   }
 
@@ -76,6 +124,7 @@ SliceChanges planSliceChanges(const std::vector<nlohmann::ordered_json>& wanted,
       spec["pool"]["generation"] = changes.generation;
       if (i < kept) {
         json slice = sorted[i];
+        keepTaintTimes(spec, slice.value("spec", json::object()));
         slice["spec"] = std::move(spec);
         changes.update.push_back(std::move(slice));
       } else {
@@ -225,10 +274,13 @@ Status SlicePublisher::readNodeUid() {
   return Ok{};
 }
 
-Result<bool> SlicePublisher::reconcile(const SliceSet& wanted) {
+Result<bool> SlicePublisher::reconcile(SliceSet wanted) {
   std::vector<json> watched;
   for (auto& [name, slice] : slices_.objects()) {
     watched.push_back(std::move(slice));
+  }
+  if (taints_dropped_) {
+    std::for_each(wanted.slices.begin(), wanted.slices.end(), dropTaints);
   }
   const SliceChanges changes = planSliceChanges(wanted.slices, watched, generation());
   const std::string collection = sliceCollection();
@@ -250,6 +302,7 @@ Result<bool> SlicePublisher::reconcile(const SliceSet& wanted) {
     if (!updated.ok()) {
       return makeError("updating ResourceSlice " + name + ": " + describe(updated.error()));
     }
+    noticeDroppedTaints(slice, *updated);
     slices_.remember(*updated);
   }
   for (const json& slice : changes.create) {
@@ -257,6 +310,7 @@ Result<bool> SlicePublisher::reconcile(const SliceSet& wanted) {
     if (!created.ok()) {
       return makeError("creating a ResourceSlice: " + describe(created.error()));
     }
+    noticeDroppedTaints(slice, *created);
     slices_.remember(*created);
   }
   if (!changes.create.empty() || !changes.update.empty()) {
@@ -271,6 +325,15 @@ Result<bool> SlicePublisher::reconcile(const SliceSet& wanted) {
   const std::lock_guard<std::mutex> lock(mutex_);
   generation_ = changes.generation;
   return !changes.empty();
+}
+
+void SlicePublisher::noticeDroppedTaints(const json& sent, const json& stored) {
+  if (!taints_dropped_ && hasTaints(sent) && !hasTaints(stored)) {
+    taints_dropped_ = true;
+    logger_.warn("the API server dropped the devices' taints (they need Kubernetes 1.37, or the "
+                 "feature gate DRADeviceTaints from 1.33): unhealthy ports are published untainted",
+                 {{"taint", kUnhealthyTaintKey}});
+  }
 }
 
 } // namespace kube_rdma

@@ -90,7 +90,10 @@ private:
   Status readNodeUid();
   // Compares the watched slices with the wanted ones and writes the difference. True when it
   // created, updated or deleted a slice.
-  Result<bool> reconcile(const SliceSet& wanted);
+  Result<bool> reconcile(SliceSet wanted);
+  // An API server without device taints (an older Kubernetes, or the feature off) stores a slice
+  // without them: then the publisher stops sending them, or it would rewrite the slice forever.
+  void noticeDroppedTaints(const nlohmann::json& sent, const nlohmann::json& stored);
 
   ApiClient& api_;
   const std::string node_name_;
@@ -99,7 +102,8 @@ private:
   DraMetrics& metrics_;
   const Clock& clock_;
   const SlicePublisherOptions options_;
-  std::string node_uid_; // the publisher's thread only
+  std::string node_uid_;        // the publisher's thread only
+  bool taints_dropped_ = false; // the publisher's thread only
   Informer slices_;
 
   mutable std::mutex mutex_;

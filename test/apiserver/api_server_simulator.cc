@@ -111,6 +111,28 @@ std::string now() {
   return text;
 }
 
+// What the server does to the device taints of a ResourceSlice it is about to store.
+void admitDeviceTaints(json& slice, bool enabled) {
+  if (!slice.contains("spec") || !slice["spec"].is_object() || !slice["spec"].contains("devices") ||
+      !slice["spec"]["devices"].is_array()) {
+    return;
+  }
+  for (json& device : slice["spec"]["devices"]) {
+    if (!device.is_object() || !device.contains("taints")) {
+      continue;
+    }
+    if (!enabled) {
+      device.erase("taints");
+      continue;
+    }
+    for (json& taint : device["taints"]) {
+      if (taint.is_object() && !taint.contains("timeAdded")) {
+        taint["timeAdded"] = now();
+      }
+    }
+  }
+}
+
 // The Status object of a failure, shaped like the real server's (metav1.Status).
 json statusBody(int code, const std::string& reason, const std::string& message,
                 json details = json()) {
@@ -742,6 +764,9 @@ void ApiServerSimulator::serveCreate(const Call& call, const httplib::Request& r
   if (type.status_subresource) {
     object.erase("status");
   }
+  if (type.plural == std::string("resourceslices")) {
+    admitDeviceTaints(object, device_taints_);
+  }
   reply(response, 201, storeLocked(type.plural, std::move(object), "ADDED", json()));
 }
 
@@ -799,6 +824,9 @@ void ApiServerSimulator::serveUpdate(const Call& call, const httplib::Request& r
   }
   metadata["uid"] = current_uid;
   metadata["creationTimestamp"] = current["metadata"]["creationTimestamp"];
+  if (type.plural == std::string("resourceslices")) {
+    admitDeviceTaints(object, device_taints_);
+  }
   if (type.has_generation) {
     const int generation = current["metadata"].value("generation", 1);
     metadata["generation"] =

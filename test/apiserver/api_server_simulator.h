@@ -66,6 +66,10 @@ public:
   // The next `count` requests are answered `http_status` (500, 429 with Retry-After, 503) with
   // a Status body, before authentication, as an overloaded server would.
   void failNext(int count, int http_status);
+  // A ResourceSlice's device taints: stored with timeAdded stamped where the client left it out,
+  // as the real server does; after this call dropped, as by a server without the feature
+  // (before Kubernetes 1.37 with the gate DRADeviceTaints off).
+  void disableDeviceTaints() { device_taints_ = false; }
   // Forgets the change history, as etcd's compaction does: a watch from an older version gets
   // 410 Expired.
   void compactHistory();
@@ -122,6 +126,7 @@ private:
   int failure_status_ = 500;
   std::set<int> client_ports_;
   std::atomic<size_t> requests_{0};
+  std::atomic<bool> device_taints_{true};
 };
 
 } // namespace kube_rdma

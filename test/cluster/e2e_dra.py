@@ -12,10 +12,10 @@ import time
 import unittest
 
 import yaml
-from e2e_lib import (NAMESPACE, NODE, PROBE, STATE, ClusterTest, cluster, create,
-                     example_documents, expected_memlock, get, kubectl, parse_report, pod_log,
-                     probe_container, pytorchjob_worker, requests_of, restore_ports, run_probe,
-                     runnable_here, set_port_state, toolbox_pod, wait_until)
+from e2e_lib import (CAP_IPC_LOCK, NAMESPACE, NODE, PROBE, STATE, ClusterTest, cluster, create,
+                     example_documents, expected_memlock, get, has_cap, kubectl, parse_report,
+                     pod_log, probe_container, pytorchjob_worker, requests_of, restore_ports,
+                     run_probe, runnable_here, set_port_state, toolbox_pod, wait_until)
 
 DRIVER = "rdma.kube-rdma.io"
 DOMAIN = DRIVER + "/"
@@ -36,6 +36,12 @@ def pod_claim(pod_name):
 def allocation_results(claim):
     """The claim's allocated devices by request name."""
     return {r["request"]: r for r in claim["status"]["allocation"]["devices"]["results"]}
+
+
+# Every port of the driver, whatever its state: only the taints keep the scheduler off a port.
+ANY_PORT_CLASS = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+                  "metadata": {"name": "e2e-any-port"},
+                  "spec": {"selectors": [{"cel": {"expression": f"device.driver == '{DRIVER}'"}}]}}
 
 
 def start_fake_gpus(gpus):
@@ -167,6 +173,35 @@ class DraDriver(ClusterTest):
         kubectl("delete", "deployment", "-n", NAMESPACE, deployment["metadata"]["name"],
                 "--wait=true")
 
+    def test_a_pod_asking_rdma_shared_by_name_is_served_by_the_driver(self):
+        """components/dra-extended-resources: the guide's `rdma/shared: 1` on a node without the
+        device plugin. The real scheduler makes the pod a claim of the class that names
+        rdma/shared (roce.rdma.kube-rdma.io), the kubelet has the driver prepare it, and the
+        webhook mutates the pod as it does under the device plugin."""
+        pod = toolbox_pod("by-name", PROBE, limits={"rdma/shared": "1"})
+        admitted, report = run_probe(pod)
+        container = admitted["spec"]["containers"][0]
+        self.assertIn("IPC_LOCK", container["securityContext"]["capabilities"]["add"])
+        self.assertTrue(has_cap(report["capeff"], CAP_IPC_LOCK))
+        self.assertIn("tmpfs", report["shm"])
+
+        status = get("pod", "by-name", NAMESPACE)["status"]
+        claim = get("resourceclaim", status["extendedResourceClaimStatus"]["resourceClaimName"],
+                    NAMESPACE)
+        (result,) = claim["status"]["allocation"]["devices"]["results"]
+        self.assertEqual((result["driver"], result["pool"]), (DRIVER, NODE))
+        nic = next(d for d in our_slices()[0]["spec"]["devices"] if d["name"] == result["device"])
+        # The same NCCL settings as a claim of the class: exactly the allocated port.
+        self.assertEqual(report["conf"].get("NCCL_IB_HCA"),
+                         f"={attribute(nic, 'rdmaDevice')}:{attribute(nic, 'port')}")
+        self.assertEqual(report["env"].get("KUBE_RDMA_CDI"), "1")
+        self.assertEqual(len([d for d in report["dev"] if "uverbs" in d]), 1, report["dev"])
+        self.assertEqual(report["memlock"], expected_memlock())
+        uid = claim["metadata"]["uid"]
+        kubectl("delete", "pod", "-n", NAMESPACE, "by-name", "--wait=true")
+        wait_until("the scheduler's claim and its CDI spec to go with the pod",
+                   lambda: uid not in in_node("ls", "/var/run/cdi").stdout)
+
     def test_policy_refuses_another_nodes_slice_with_the_drivers_token(self):
         pod = wait_until("the driver's pod", driver_pod)["metadata"]["name"]
         token = kubectl("exec", "-n", "kube-rdma", pod, "-c", "rdma-dra-driver", "--",
@@ -198,11 +233,15 @@ class DraDriver(ClusterTest):
         self.assertIn("may write only ResourceSlices", run.stderr)
 
 
-def one_nic_claim(name):
+def one_nic_claim(name, device=None, device_class="roce.rdma.kube-rdma.io"):
+    """A claim of one port of the class; of `device`'s (mlx5_N) when given."""
+    exactly = {"deviceClassName": device_class}
+    if device:
+        expression = f"device.attributes['{DRIVER}'].rdmaDevice == '{device}'"
+        exactly["selectors"] = [{"cel": {"expression": expression}}]
     return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
             "metadata": {"name": name, "namespace": NAMESPACE},
-            "spec": {"devices": {"requests": [
-                {"name": "nic", "exactly": {"deviceClassName": "roce.rdma.kube-rdma.io"}}]}}}
+            "spec": {"devices": {"requests": [{"name": "nic", "exactly": exactly}]}}}
 
 
 def driver_pod():
@@ -231,24 +270,87 @@ class DraFaults(ClusterTest):
         wait_until("the claim's CDI spec to be removed by the restarted driver",
                    lambda: uid not in in_node("ls", "/var/run/cdi").stdout)
 
-    def test_port_down_reaches_the_slice_state(self):
-        # Rediscovery every second, and a change within 1.5 s of the last publication waits for
-        # the rest of the 1.5 s (a flapping port is folded into one update per interval).
+    def test_port_down_taints_the_device_and_shows_in_the_pods_status(self):
+        """Ports go DOWN: the slice says so (state, and a NoSchedule taint that alone keeps the
+        scheduler off a port), and for a running pod's port the real kubelet, from the driver's
+        health stream, puts it in the pod's allocatedResourcesStatus. Back ACTIVE, all clears."""
+        create(one_nic_claim("on-mlx5-4", device="mlx5_4"))
+        run_probe(toolbox_pod("on-mlx5-4", PROBE, claims=["on-mlx5-4"]))
+        kubectl("apply", "-f", "-", stdin=yaml.safe_dump(ANY_PORT_CLASS))
         try:
+            # Rediscovery every second, and a change within 1.5 s of the last publication waits
+            # for the rest of the 1.5 s (a flapping port is folded into one update per interval).
             set_port_state("mlx5_4", 1, "DOWN")
-            wait_until("mlx5_4's state DOWN in the slice", lambda: state_of("mlx5_4") == "DOWN",
+            set_port_state("mlx5_3", 1, "DOWN")
+            wait_until("mlx5_3 and mlx5_4 DOWN in the slice",
+                       lambda: state_of("mlx5_4") == state_of("mlx5_3") == "DOWN",
                        timeout=8, interval=0.1)
+            (taint,) = device_of("mlx5_4")["taints"]
+            self.assertEqual((taint["key"], taint["value"], taint["effect"]),
+                             (DOMAIN + "unhealthy", "DOWN", "NoSchedule"))
+            self.assertIn("timeAdded", taint)  # stamped by the API server
+            health = wait_until("the pod's status to show mlx5_4 unhealthy",
+                                lambda: device_health("on-mlx5-4") == "Unhealthy" and
+                                allocated_status("on-mlx5-4"), timeout=30)
+            print(f"\n  allocatedResourcesStatus: {health}", end=" ")
+
+            # Through a class without the state selector, a claim for mlx5_3 stays unallocated
+            # unless it tolerates the taint.
+            create(one_nic_claim("wants-mlx5-3", device="mlx5_3", device_class="e2e-any-port"))
+            create(toolbox_pod("wants-mlx5-3", PROBE, claims=["wants-mlx5-3"]))
+            tolerant = one_nic_claim("tolerates", device="mlx5_3", device_class="e2e-any-port")
+            tolerant["spec"]["devices"]["requests"][0]["exactly"]["tolerations"] = [
+                {"key": DOMAIN + "unhealthy", "operator": "Exists", "effect": "NoSchedule"}]
+            create(tolerant)
+            run_probe(toolbox_pod("tolerates", PROBE, claims=["tolerates"]))
+            self.assertEqual(allocation_results(get("resourceclaim", "tolerates", NAMESPACE))
+                             ["nic"]["device"], device_of("mlx5_3")["name"])
+            kubectl("delete", "pod", "-n", NAMESPACE, "tolerates", "--wait=true")
+            self.assertTrue(any(c.get("reason") == "Unschedulable" for c in
+                                get("pod", "wants-mlx5-3", NAMESPACE)["status"]
+                                .get("conditions", [])))
+            self.assertNotIn("allocation", get("resourceclaim", "wants-mlx5-3", NAMESPACE)
+                             .get("status", {}))
         finally:
             restore_ports()
-        wait_until("mlx5_4's state ACTIVE in the slice", lambda: state_of("mlx5_4") == "ACTIVE",
+        wait_until("both ports ACTIVE in the slice",
+                   lambda: state_of("mlx5_4") == state_of("mlx5_3") == "ACTIVE",
                    timeout=8, interval=0.1)
+        self.assertNotIn("taints", device_of("mlx5_4"))
+        wait_until("the pod's status to show mlx5_4 healthy again",
+                   lambda: device_health("on-mlx5-4") == "Healthy", timeout=30)
+        # The scheduler retries the waiting pod once the slice changes.
+        wait_until("the waiting pod to run once its port is back",
+                   lambda: "e2e-done" in pod_log("wants-mlx5-3"), timeout=60)
+        for pod in ("on-mlx5-4", "wants-mlx5-3"):
+            kubectl("delete", "pod", "-n", NAMESPACE, pod, "--wait=true")
+        kubectl("delete", "deviceclass", "e2e-any-port")
 
-
-def state_of(device):
-    """The state attribute the node's slice gives the device's port."""
+def device_of(rdma_device):
+    """The node's slice's device for mlx5_N's port."""
     for d in our_slices()[0]["spec"]["devices"]:
-        if attribute(d, "rdmaDevice") == device:
-            return attribute(d, "state")
+        if attribute(d, "rdmaDevice") == rdma_device:
+            return d
+    return None
+
+
+def state_of(rdma_device):
+    """The state attribute the node's slice gives the device's port."""
+    device = device_of(rdma_device)
+    return attribute(device, "state") if device else None
+
+
+def allocated_status(pod_name):
+    """The kubelet's allocatedResourcesStatus of the pod's first container."""
+    statuses = get("pod", pod_name, NAMESPACE)["status"].get("containerStatuses", [])
+    return statuses[0].get("allocatedResourcesStatus") if statuses else None
+
+
+def device_health(pod_name):
+    """The health the pod's status gives its one claimed device (None while it says nothing)."""
+    for entry in allocated_status(pod_name) or []:
+        for resource in entry.get("resources", []):
+            return resource.get("health")
     return None
 
 

@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <set>
 
 #include "test/dra/dra_test_support.h"
@@ -173,6 +174,26 @@ TEST(ResourceSlice, ANodeWithoutPortsPublishesOneEmptySlice) {
   const SliceSet set = resourceSlicesFor(NodeTopology{}, defaultPluginConfig(), kOwner, 1);
   ASSERT_EQ(set.slices.size(), 1u);
   EXPECT_TRUE(set.slices[0]["spec"]["devices"].empty());
+}
+
+TEST(ResourceSlice, APortThatCannotServeIsTaintedNoScheduleWithItsReason) {
+  NodeTopology topology = discoverFixture("port-down");
+  topology.devices.back().uverbs.clear(); // mlx5_8: ACTIVE, but no device node to open
+  const Json devices =
+      resourceSlicesFor(topology, defaultPluginConfig(), kOwner, 1).slices.at(0)["spec"]["devices"];
+  std::map<std::string, Json> taints;
+  for (const Json& device : devices) {
+    if (device.contains("taints")) {
+      taints[device["attributes"]["rdmaDevice"]["string"]] = device["taints"];
+    }
+  }
+  ASSERT_EQ(taints.size(), 2u) << devices.dump(2);
+  const Json down = {
+      {{"key", "rdma.kube-rdma.io/unhealthy"}, {"value", "DOWN"}, {"effect", "NoSchedule"}}};
+  EXPECT_EQ(taints["mlx5_3"], down);
+  EXPECT_EQ(taints["mlx5_8"][0]["value"], "NoUverbsDevice");
+  EXPECT_EQ(portProblem(topology.devices.back(), topology.devices.back().ports[0])->message,
+            "mlx5_8 has no uverbs device node");
 }
 
 TEST(ResourceSlice, AStringOverTheApisLimitIsLeftOutWithAWarning) {

@@ -70,6 +70,29 @@ TEST(SliceChangesPlan, DuplicatesAreDeletedKeepingTheFirstByName) {
   EXPECT_EQ(changes.generation, 2);
 }
 
+TEST(SliceChangesPlan, TheTaintTimeTheServerStampedIsNoDifferenceAndIsKept) {
+  NodeTopology topology = discoverFixture("port-down");
+  json listed = listedSlice(wantedSlices(topology)[0], "s-1", 3);
+  for (json& device : listed["spec"]["devices"]) {
+    if (device.contains("taints")) {
+      device["taints"][0]["timeAdded"] = "2026-12-05T08:00:00Z";
+    }
+  }
+  EXPECT_TRUE(planSliceChanges(wantedSlices(topology), {listed}, 3).empty());
+
+  topology.devices.back().fw_ver = "20.99.9999"; // another change: the slice is updated
+  const SliceChanges changes = planSliceChanges(wantedSlices(topology), {listed}, 3);
+  ASSERT_EQ(changes.update.size(), 1u);
+  size_t kept = 0;
+  for (const json& device : changes.update[0]["spec"]["devices"]) {
+    if (device.contains("taints")) {
+      EXPECT_EQ(device["taints"][0]["timeAdded"], "2026-12-05T08:00:00Z");
+      ++kept;
+    }
+  }
+  EXPECT_EQ(kept, 1u);
+}
+
 class SlicePublisherTest : public testing::Test {
 protected:
   void SetUp() override {
@@ -217,6 +240,48 @@ TEST_F(SlicePublisherTest, DuplicateSlicesAreCleanedUp) {
   publisher.start(topology_);
   ASSERT_TRUE(eventually([&] { return nodeSlices().size() == 1; })) << log_.str();
   EXPECT_EQ(nodeSlices()[0]["metadata"]["name"], "gpu-node-1-stale");
+}
+
+TEST_F(SlicePublisherTest, ADownPortIsTaintedOnceAndUntaintedWhenItIsBack) {
+  SlicePublisher publisher(api_.api(), kTestNode, defaultPluginConfig(), logger_, metrics_, clock_,
+                           fast_);
+  publisher.start(discoverFixture("port-down"));
+  const auto tainted = [&] {
+    size_t count = 0;
+    for (const json& slice : nodeSlices()) {
+      for (const json& device : slice["spec"]["devices"]) {
+        count += device.contains("taints") && device["taints"][0].contains("timeAdded");
+      }
+    }
+    return count;
+  };
+  ASSERT_TRUE(eventually([&] { return publishedExactly(8, 1) && tainted() == 1; })) << log_.str();
+  // The server's timeAdded makes the stored slice differ from the wanted one: not a reason to
+  // write again.
+  ASSERT_TRUE(eventually([&] { return api_.simulator().requestCount() == 4; }));
+  const size_t requests = api_.simulator().requestCount();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(api_.simulator().requestCount(), requests);
+  publisher.set(topology_);
+  ASSERT_TRUE(eventually([&] { return publishedExactly(8, 2) && tainted() == 0; })) << log_.str();
+}
+
+TEST_F(SlicePublisherTest, AServerWithoutDeviceTaintsIsNotRewrittenForever) {
+  api_.simulator().disableDeviceTaints();
+  SlicePublisher publisher(api_.api(), kTestNode, defaultPluginConfig(), logger_, metrics_, clock_,
+                           fast_);
+  publisher.start(discoverFixture("port-down"));
+  ASSERT_TRUE(eventually([&] { return publishedExactly(8, 1); })) << log_.str();
+  ASSERT_TRUE(eventually([&] { return log_.str().find("dropped") != std::string::npos; }));
+  // The Node's GET, the LIST, the POST and the WATCH, and no PUT after them.
+  ASSERT_TRUE(eventually([&] { return api_.simulator().requestCount() == 4; }));
+  const size_t requests = api_.simulator().requestCount();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(api_.simulator().requestCount(), requests) << log_.str();
+  EXPECT_EQ(publisher.generation(), 1);
+  // Still published: a change after it goes out as before.
+  publisher.set(topology_);
+  ASSERT_TRUE(eventually([&] { return publishedExactly(8, 2); })) << log_.str();
 }
 
 TEST_F(SlicePublisherTest, ServerErrorsAreRetried) {
