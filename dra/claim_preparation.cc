@@ -39,6 +39,7 @@ struct ClaimedPort {
   DraPort port;
   size_t published_index = 0; // topology order
   std::string request;
+  std::string share_id; // empty unless the port is shared by many claims
 };
 
 // Whether a config entry's `requests` covers a result's request: an empty list covers all, and a
@@ -192,7 +193,8 @@ Result<PreparedClaim> prepareClaim(const nlohmann::json& claim, const ClaimRef& 
                        ") has no uverbs device node, so a container could not use it");
     }
     claimed.push_back(ClaimedPort{*port, static_cast<size_t>(port - published.begin()),
-                                  stringMember(result, "request")});
+                                  stringMember(result, "request"),
+                                  stringMember(result, "shareID")});
   }
   // NCCL_IB_HCA and the CDI devices in the node's order, whatever order the scheduler chose.
   std::stable_sort(claimed.begin(), claimed.end(), [](const auto& a, const auto& b) {
@@ -202,9 +204,14 @@ Result<PreparedClaim> prepareClaim(const nlohmann::json& claim, const ClaimRef& 
     return makeError(what + " has no device of driver " + kDraDriverName + " in pool " +
                      context.node_name);
   }
+  // A shared port can be allocated to two requests of one claim: the container gets it once.
+  std::vector<ClaimedPort> ports;
+  std::unique_copy(
+      claimed.begin(), claimed.end(), std::back_inserter(ports),
+      [](const auto& a, const auto& b) { return a.published_index == b.published_index; });
 
   RdmaConfig base;
-  base.nccl = claimed.front().port.pool->spec.nccl;
+  base.nccl = ports.front().port.pool->spec.nccl;
   base.memlock = context.config.memlock.limit;
   auto config = mergedConfig(*devices_status, claimed, std::move(base));
   if (!config.ok()) {
@@ -212,9 +219,9 @@ Result<PreparedClaim> prepareClaim(const nlohmann::json& claim, const ClaimRef& 
   }
 
   // The claim's ports as one pool, so the NCCL settings name exactly them.
-  NodePool pool{claimed.front().port.pool->spec, {}};
+  NodePool pool{ports.front().port.pool->spec, {}};
   pool.spec.nccl = config->nccl;
-  for (const auto& c : claimed) {
+  for (const auto& c : ports) {
     if (pool.hcas.empty() || pool.hcas.back().device != c.port.device->name) {
       pool.hcas.push_back(PoolHca{c.port.device->name, {}});
     }
@@ -239,7 +246,7 @@ Result<PreparedClaim> prepareClaim(const nlohmann::json& claim, const ClaimRef& 
   MemlockHookConfig memlock = context.config.memlock;
   memlock.limit = config->memlock;
   const ClaimFile* nccl_conf = prepared.files.empty() ? nullptr : &prepared.files.front();
-  const Json spec = cdiSpec(ref, claimed, *env, nccl_conf, config->nccl, memlock);
+  const Json spec = cdiSpec(ref, ports, *env, nccl_conf, config->nccl, memlock);
   prepared.files.push_back(
       ClaimFile{claimCdiSpecPath(context.cdi_dir, ref.uid), spec.dump(2) + "\n"});
   for (const auto& c : claimed) {
@@ -247,7 +254,8 @@ Result<PreparedClaim> prepareClaim(const nlohmann::json& claim, const ClaimRef& 
         PreparedDevice{{c.request},
                        context.node_name,
                        c.port.name,
-                       {std::string(kDraCdiKind) + "=" + ref.uid + "-" + c.port.name}});
+                       {std::string(kDraCdiKind) + "=" + ref.uid + "-" + c.port.name},
+                       c.share_id});
   }
   return prepared;
 }

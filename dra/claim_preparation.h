@@ -31,6 +31,7 @@ struct PreparedDevice {
   std::string pool_name;
   std::string device_name;
   std::vector<std::string> cdi_device_ids;
+  std::string share_id; // the allocation's shareID on a device shared by many claims; or empty
   bool operator==(const PreparedDevice&) const = default;
 };
 

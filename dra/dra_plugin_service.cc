@@ -3,7 +3,7 @@
 namespace kube_rdma {
 namespace {
 
-// The v1 and v1beta1 messages have the same fields; these serve both.
+// The v1 and v1beta1 messages have the same fields but v1's share_id; these serve both.
 template <class Request, class Response>
 void prepareEach(ClaimPreparer& preparer, const Request& request, Response& response) {
   for (const auto& claim : request.claims()) {
@@ -22,6 +22,11 @@ void prepareEach(ClaimPreparer& preparer, const Request& request, Response& resp
       out->set_device_name(device.device_name);
       for (const auto& id : device.cdi_device_ids) {
         out->add_cdi_device_ids(id);
+      }
+      if constexpr (requires { out->set_share_id(device.share_id); }) {
+        if (!device.share_id.empty()) {
+          out->set_share_id(device.share_id);
+        }
       }
     }
   }
@@ -75,7 +80,7 @@ grpc::Status DraPluginServiceV1beta1::NodeUnprepareResources(
 }
 
 std::vector<std::string> draSupportedVersions() {
-  return {"v1.DRAPlugin", "v1beta1.DRAPlugin"};
+  return {"v1.DRAPlugin", "v1beta1.DRAPlugin", "v1.DRAResourceHealth"};
 }
 
 } // namespace kube_rdma

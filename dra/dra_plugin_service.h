@@ -50,7 +50,9 @@ private:
   ClaimPreparer& preparer_;
 };
 
-// "v1.DRAPlugin" first, then "v1beta1.DRAPlugin".
+// The gRPC services the kubelet may use: "v1.DRAPlugin" first, then "v1beta1.DRAPlugin" (it
+// takes the first it knows), and the optional health stream "v1.DRAResourceHealth", which the
+// kubelet only opens when the list names it.
 std::vector<std::string> draSupportedVersions();
 
 } // namespace kube_rdma

@@ -44,6 +44,9 @@ Result<DraFlags> parseDraFlags(const std::vector<std::string>& args,
       },
       "/healthz fails when the kubelet has not registered the driver, or no ResourceSlice round "
       "has succeeded, for this long (default 1m)");
+  app->add_flag("--share-ports", flags.share_ports,
+                "publish the ports of shared pools as allocatable to many claims at once, each "
+                "taking one of the pool's tenants (Kubernetes 1.37: consumable capacity)");
   addNfdFeaturesOptions(*app, flags.nfd_features_file, flags.nfd_features_ttl);
   addLogFormatOption(*app, flags.log_format);
 

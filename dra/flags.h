@@ -29,6 +29,8 @@ struct DraFlags {
   std::string nfd_features_file;
   // The file's expiry-time is this far ahead; it is rewritten half-way.
   std::chrono::seconds nfd_features_ttl = std::chrono::minutes(10);
+  // Ports of shared pools allocatable to many claims at once (docs/dra.md "Shared ports").
+  bool share_ports = false;
   LogFormat log_format = LogFormat::kText;
   // --help or --version: print this and exit 0 instead of running.
   std::string exit_message;

@@ -94,7 +94,9 @@ int run(const DraFlags& flags, const sigset_t& signals, Logger& logger) {
   }
   logger.info("serving the kubelet", {{"dra_socket", (*server)->draSocket()},
                                       {"registration_socket", (*server)->registrationSocket()}});
-  SlicePublisher publisher(**api, flags.node_name, *config, logger, metrics, clock);
+  SlicePublisherOptions publishing;
+  publishing.slices.share_ports = flags.share_ports;
+  SlicePublisher publisher(**api, flags.node_name, *config, logger, metrics, clock, publishing);
   publisher.start(topology);
   MetricsServerPtr metrics_server;
   if (!flags.metrics_address.empty()) {

@@ -70,7 +70,16 @@ std::string portIpv4(const Port& port, std::optional<uint32_t> gid_index) {
   return "";
 }
 
-Json deviceJson(const DraPort& p, std::vector<std::string>& warnings) {
+// The shared pool's tenants, as the consumable capacity of each of its ports.
+Json tenantsCapacity(const NodePool& pool) {
+  const std::string tenants = std::to_string(
+      std::max<uint32_t>(1, sharedDeviceCount(pool.spec, static_cast<size_t>(pool.hcas.size()))));
+  return {{kTenantsCapacity,
+           {{"value", tenants},
+            {"requestPolicy", {{"default", "1"}, {"validRange", {{"min", "1"}}}}}}}};
+}
+
+Json deviceJson(const DraPort& p, const SliceOptions& options, std::vector<std::string>& warnings) {
   const RdmaDevice& d = *p.device;
   const Port& port = *p.port;
   AttributeSet a(p.name, warnings);
@@ -95,6 +104,10 @@ Json deviceJson(const DraPort& p, std::vector<std::string>& warnings) {
   a.addString("resource.kubernetes.io/pciBusID", d.pci_address);
   a.addString("resource.kubernetes.io/pcieRoot", rootComplexOf(d.pcie_path));
   Json device = {{"name", p.name}, {"attributes", a.take()}};
+  if (options.share_ports && p.pool->spec.mode == PoolMode::kShared) {
+    device["allowMultipleAllocations"] = true;
+    device["capacity"] = tenantsCapacity(*p.pool);
+  }
   if (const std::optional<PortProblem> problem = portProblem(d, port)) {
     // No timeAdded: the API server stamps it when the taint first appears.
     device["taints"] = Json::array(
@@ -143,7 +156,8 @@ std::vector<DraPort> publishedPorts(const NodeTopology& topology,
 }
 
 SliceSet resourceSlicesFor(const NodeTopology& topology, const PluginConfig& config,
-                           const SliceOwner& owner, int64_t generation) {
+                           const SliceOwner& owner, int64_t generation,
+                           const SliceOptions& options) {
   const std::vector<NodePool> pools = buildPools(topology, config);
   const std::vector<DraPort> ports = publishedPorts(topology, pools);
   SliceSet set;
@@ -153,7 +167,7 @@ SliceSet resourceSlicesFor(const NodeTopology& topology, const PluginConfig& con
     Json devices = Json::array();
     for (size_t i = s * kMaxDevicesPerSlice;
          i < std::min(ports.size(), (s + 1) * kMaxDevicesPerSlice); ++i) {
-      devices.push_back(deviceJson(ports[i], set.warnings));
+      devices.push_back(deviceJson(ports[i], options, set.warnings));
     }
     Json slice = {{"apiVersion", "resource.k8s.io/v1"},
                   {"kind", "ResourceSlice"},

@@ -61,6 +61,17 @@ struct SliceOwner {
   std::string node_uid; // for the ownerReference, so the slices go with the Node
 };
 
+// What the operator chose for the published devices.
+struct SliceOptions {
+  // A port of a shared pool gets allowMultipleAllocations and the capacity kTenantsCapacity:
+  // many claims at once, each consuming one tenant unless it asks for more.
+  bool share_ports = false;
+};
+
+// The capacity of a shared port: how many claims it takes at once, the pool's shared count (as
+// many pods as the device plugin admits to the pool, each of which uses all its ports).
+inline constexpr const char* kTenantsCapacity = "tenants";
+
 struct SliceSet {
   std::vector<nlohmann::ordered_json>
       slices;                        // resourceSliceCount of them, at most 128 devices each
@@ -71,9 +82,11 @@ struct SliceSet {
 // spec.nodeName, spec.pool {name = node, generation, resourceSliceCount}, the devices with their
 // attributes (docs/dra.md lists them), metadata.generateName "<node>-rdma.kube-rdma.io-" and an
 // ownerReference to the Node; a port with a problem carries the taint kUnhealthyTaintKey with
-// the reason as its value. A value the API would reject (a string over 64 characters) is
+// the reason as its value; with options.share_ports, a port of a shared pool is allocatable to
+// many claims (kTenantsCapacity). A value the API would reject (a string over 64 characters) is
 // left out with a warning rather than failing the whole slice.
 SliceSet resourceSlicesFor(const NodeTopology& topology, const PluginConfig& config,
-                           const SliceOwner& owner, int64_t generation);
+                           const SliceOwner& owner, int64_t generation,
+                           const SliceOptions& options = {});
 
 } // namespace kube_rdma

@@ -65,17 +65,36 @@ void keepTaintTimes(json& spec, const json& listed_spec) {
   });
 }
 
-bool hasTaints(const json& slice) {
-  const json spec = slice.value("spec", json::object());
-  bool found = false;
-  forEachTaint(spec, [&](const json&, const json&) { found = true; });
-  return found;
+// The device fields of features an API server may not have: each is stored only where the
+// server has the feature (1.37 has both); elsewhere it drops them from what it stores.
+struct OptionalFeature {
+  const char* name;
+  const char* field; // whose absence after a write shows the server dropped the feature
+  void (*drop)(nlohmann::ordered_json& device); // what the server drops, so the driver does too
+};
+
+const std::vector<OptionalFeature>& optionalFeatures() {
+  static const std::vector<OptionalFeature> features = {
+      {"device taints (1.37, or the gate DRADeviceTaints from 1.33)", "taints",
+       [](nlohmann::ordered_json& device) { device.erase("taints"); }},
+      {"consumable capacity (1.37, or the gate DRAConsumableCapacity from 1.34)",
+       "allowMultipleAllocations", [](nlohmann::ordered_json& device) {
+         device.erase("allowMultipleAllocations");
+         if (device.contains("capacity")) {
+           for (auto& [name, capacity] : device["capacity"].items()) {
+             capacity.erase("requestPolicy");
+           }
+         }
+       }}};
+  return features;
 }
 
-void dropTaints(nlohmann::ordered_json& slice) {
-  for (auto& device : slice["spec"]["devices"]) {
-    device.erase("taints");
-  }
+bool anyDeviceHas(const json& slice, const char* field) {
+  const json spec = slice.value("spec", json::object());
+  const json devices = spec.value("devices", json::array());
+  return std::any_of(devices.begin(), devices.end(), [&](const json& device) {
+    return device.is_object() && device.contains(field);
+  });
 }
 
 std::string sliceName(const json& slice) {
@@ -225,7 +244,8 @@ void SlicePublisher::run() {
     const bool synced = slices_.status().synced;
     if (done.ok() && synced) {
       if (!wanted) {
-        wanted = resourceSlicesFor(*published, config_, {node_name_, node_uid_}, 0);
+        wanted =
+            resourceSlicesFor(*published, config_, {node_name_, node_uid_}, 0, options_.slices);
       }
       done = reconcile(*wanted);
     }
@@ -279,8 +299,15 @@ Result<bool> SlicePublisher::reconcile(SliceSet wanted) {
   for (auto& [name, slice] : slices_.objects()) {
     watched.push_back(std::move(slice));
   }
-  if (taints_dropped_) {
-    std::for_each(wanted.slices.begin(), wanted.slices.end(), dropTaints);
+  for (const OptionalFeature& feature : optionalFeatures()) {
+    if (dropped_features_.count(feature.field) == 0) {
+      continue;
+    }
+    for (auto& slice : wanted.slices) {
+      for (auto& device : slice["spec"]["devices"]) {
+        feature.drop(device);
+      }
+    }
   }
   const SliceChanges changes = planSliceChanges(wanted.slices, watched, generation());
   const std::string collection = sliceCollection();
@@ -302,7 +329,7 @@ Result<bool> SlicePublisher::reconcile(SliceSet wanted) {
     if (!updated.ok()) {
       return makeError("updating ResourceSlice " + name + ": " + describe(updated.error()));
     }
-    noticeDroppedTaints(slice, *updated);
+    noticeDroppedFeatures(slice, *updated);
     slices_.remember(*updated);
   }
   for (const json& slice : changes.create) {
@@ -310,7 +337,7 @@ Result<bool> SlicePublisher::reconcile(SliceSet wanted) {
     if (!created.ok()) {
       return makeError("creating a ResourceSlice: " + describe(created.error()));
     }
-    noticeDroppedTaints(slice, *created);
+    noticeDroppedFeatures(slice, *created);
     slices_.remember(*created);
   }
   if (!changes.create.empty() || !changes.update.empty()) {
@@ -327,12 +354,15 @@ Result<bool> SlicePublisher::reconcile(SliceSet wanted) {
   return !changes.empty();
 }
 
-void SlicePublisher::noticeDroppedTaints(const json& sent, const json& stored) {
-  if (!taints_dropped_ && hasTaints(sent) && !hasTaints(stored)) {
-    taints_dropped_ = true;
-    logger_.warn("the API server dropped the devices' taints (they need Kubernetes 1.37, or the "
-                 "feature gate DRADeviceTaints from 1.33): unhealthy ports are published untainted",
-                 {{"taint", kUnhealthyTaintKey}});
+void SlicePublisher::noticeDroppedFeatures(const json& sent, const json& stored) {
+  for (const OptionalFeature& feature : optionalFeatures()) {
+    if (dropped_features_.count(feature.field) == 0 && anyDeviceHas(sent, feature.field) &&
+        !anyDeviceHas(stored, feature.field)) {
+      dropped_features_.insert(feature.field);
+      logger_.warn("the API server dropped a feature's fields from the ResourceSlice: they are "
+                   "published without them from now on",
+                   {{"feature", feature.name}, {"field", feature.field}});
+    }
   }
 }
 

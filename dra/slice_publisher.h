@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <utility>
@@ -48,6 +49,8 @@ struct SlicePublisherOptions {
   InformerOptions watch{{},
                         {std::chrono::milliseconds(500), std::chrono::milliseconds(2000), 2.0, 1.0},
                         std::chrono::seconds(300)};
+  // What the devices offer beyond their attributes (shared ports).
+  SliceOptions slices;
   // A new topology is published at once, then at most once per this interval: a port that flaps
   // costs one slice update per interval, carrying its latest state.
   std::chrono::milliseconds min_topology_interval{1500};
@@ -91,9 +94,10 @@ private:
   // Compares the watched slices with the wanted ones and writes the difference. True when it
   // created, updated or deleted a slice.
   Result<bool> reconcile(SliceSet wanted);
-  // An API server without device taints (an older Kubernetes, or the feature off) stores a slice
-  // without them: then the publisher stops sending them, or it would rewrite the slice forever.
-  void noticeDroppedTaints(const nlohmann::json& sent, const nlohmann::json& stored);
+  // An API server without a feature the devices use (taints, consumable capacity: an older
+  // Kubernetes, or the gate off) stores a slice without its fields: then the publisher stops
+  // sending them, or it would rewrite the slice forever.
+  void noticeDroppedFeatures(const nlohmann::json& sent, const nlohmann::json& stored);
 
   ApiClient& api_;
   const std::string node_name_;
@@ -102,8 +106,9 @@ private:
   DraMetrics& metrics_;
   const Clock& clock_;
   const SlicePublisherOptions options_;
-  std::string node_uid_;        // the publisher's thread only
-  bool taints_dropped_ = false; // the publisher's thread only
+  std::string node_uid_; // the publisher's thread only
+  // The features the API server dropped, by their marking field; the publisher's thread only.
+  std::set<std::string> dropped_features_;
   Informer slices_;
 
   mutable std::mutex mutex_;

@@ -111,17 +111,31 @@ std::string now() {
   return text;
 }
 
-// What the server does to the device taints of a ResourceSlice it is about to store.
-void admitDeviceTaints(json& slice, bool enabled) {
+// What the server does to the devices of a ResourceSlice it is about to store: taints get their
+// timeAdded; the fields of a feature it lacks are dropped.
+void admitDevices(json& slice, bool taints, bool consumable_capacity) {
   if (!slice.contains("spec") || !slice["spec"].is_object() || !slice["spec"].contains("devices") ||
       !slice["spec"]["devices"].is_array()) {
     return;
   }
   for (json& device : slice["spec"]["devices"]) {
-    if (!device.is_object() || !device.contains("taints")) {
+    if (!device.is_object()) {
       continue;
     }
-    if (!enabled) {
+    if (!consumable_capacity) {
+      device.erase("allowMultipleAllocations");
+      if (device.contains("capacity") && device["capacity"].is_object()) {
+        for (auto& [name, capacity] : device["capacity"].items()) {
+          if (capacity.is_object()) {
+            capacity.erase("requestPolicy");
+          }
+        }
+      }
+    }
+    if (!device.contains("taints")) {
+      continue;
+    }
+    if (!taints) {
       device.erase("taints");
       continue;
     }
@@ -765,7 +779,7 @@ void ApiServerSimulator::serveCreate(const Call& call, const httplib::Request& r
     object.erase("status");
   }
   if (type.plural == std::string("resourceslices")) {
-    admitDeviceTaints(object, device_taints_);
+    admitDevices(object, device_taints_, consumable_capacity_);
   }
   reply(response, 201, storeLocked(type.plural, std::move(object), "ADDED", json()));
 }
@@ -825,7 +839,7 @@ void ApiServerSimulator::serveUpdate(const Call& call, const httplib::Request& r
   metadata["uid"] = current_uid;
   metadata["creationTimestamp"] = current["metadata"]["creationTimestamp"];
   if (type.plural == std::string("resourceslices")) {
-    admitDeviceTaints(object, device_taints_);
+    admitDevices(object, device_taints_, consumable_capacity_);
   }
   if (type.has_generation) {
     const int generation = current["metadata"].value("generation", 1);

@@ -70,6 +70,9 @@ public:
   // as the real server does; after this call dropped, as by a server without the feature
   // (before Kubernetes 1.37 with the gate DRADeviceTaints off).
   void disableDeviceTaints() { device_taints_ = false; }
+  // A device's allowMultipleAllocations and its capacities' requestPolicy dropped, as by a server
+  // without consumable capacity (before 1.37 with the gate DRAConsumableCapacity off).
+  void disableConsumableCapacity() { consumable_capacity_ = false; }
   // Forgets the change history, as etcd's compaction does: a watch from an older version gets
   // 410 Expired.
   void compactHistory();
@@ -127,6 +130,7 @@ private:
   std::set<int> client_ports_;
   std::atomic<size_t> requests_{0};
   std::atomic<bool> device_taints_{true};
+  std::atomic<bool> consumable_capacity_{true};
 };
 
 } // namespace kube_rdma

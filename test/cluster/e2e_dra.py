@@ -150,28 +150,7 @@ class DraDriver(ClusterTest):
     def test_pods_sharing_one_claim(self):
         """examples/dra/shared-claim.yaml: every ACTIVE RoCE port in one claim, used by the pods
         of a Deployment (two replicas of the toolbox here)."""
-        claim, deployment = example_documents("dra/shared-claim.yaml")
-        create(claim)
-        template = deployment["spec"]["template"]
-        probe_container(template["spec"]["containers"][0])
-        deployment["spec"]["replicas"] = 2
-        create(deployment)
-        labels = template["metadata"]["labels"].items()
-
-        def reports():
-            pods = get("pods", namespace=NAMESPACE)["items"]
-            logs = [pod_log(p["metadata"]["name"]) for p in pods
-                    if p["metadata"].get("labels", {}).items() >= labels]
-            return [parse_report(log) for log in logs if "e2e-done" in log]
-
-        done = wait_until("both replicas to print their reports",
-                          lambda: (lambda r: r if len(r) == 2 else None)(reports()), timeout=120)
-        hca = "=" + ",".join(f"mlx5_{i}:1" for i in range(1, 9))
-        for report in done:
-            self.assertEqual(report["conf"].get("NCCL_IB_HCA"), hca)
-            self.assertEqual(len([d for d in report["dev"] if "uverbs" in d]), 8, report["dev"])
-        kubectl("delete", "deployment", "-n", NAMESPACE, deployment["metadata"]["name"],
-                "--wait=true")
+        run_two_replicas_with_every_port(self, "dra/shared-claim.yaml")
 
     def test_a_pod_asking_rdma_shared_by_name_is_served_by_the_driver(self):
         """components/dra-extended-resources: the guide's `rdma/shared: 1` on a node without the
@@ -231,6 +210,33 @@ class DraDriver(ClusterTest):
                       stdin=yaml.safe_dump(other), check=False)
         self.assertNotEqual(run.returncode, 0, "another node's slice was created")
         self.assertIn("may write only ResourceSlices", run.stderr)
+
+
+def run_two_replicas_with_every_port(test, example):
+    """The example's claim (template) and its Deployment, two replicas of probes: each must
+    print a report with all eight RoCE ports (its nccl.conf and uverbs nodes). Then the
+    Deployment goes."""
+    claim, deployment = example_documents(example)
+    create(claim)
+    probe_container(deployment["spec"]["template"]["spec"]["containers"][0])
+    deployment["spec"]["replicas"] = 2
+    create(deployment)
+    labels = deployment["spec"]["template"]["metadata"]["labels"].items()
+
+    def reports():
+        pods = get("pods", namespace=NAMESPACE)["items"]
+        logs = [pod_log(p["metadata"]["name"]) for p in pods
+                if p["metadata"].get("labels", {}).items() >= labels]
+        return [parse_report(log) for log in logs if "e2e-done" in log]
+
+    done = wait_until("both replicas to print their reports",
+                      lambda: (lambda r: r if len(r) == 2 else None)(reports()), timeout=120)
+    hca = "=" + ",".join(f"mlx5_{i}:1" for i in range(1, 9))
+    for report in done:
+        test.assertEqual(report["conf"].get("NCCL_IB_HCA"), hca)
+        test.assertEqual(len([d for d in report["dev"] if "uverbs" in d]), 8, report["dev"])
+    kubectl("delete", "deployment", "-n", NAMESPACE, deployment["metadata"]["name"],
+            "--wait=true")
 
 
 def one_nic_claim(name, device=None, device_class="roce.rdma.kube-rdma.io"):
@@ -302,9 +308,17 @@ class DraFaults(ClusterTest):
             tolerant["spec"]["devices"]["requests"][0]["exactly"]["tolerations"] = [
                 {"key": DOMAIN + "unhealthy", "operator": "Exists", "effect": "NoSchedule"}]
             create(tolerant)
-            run_probe(toolbox_pod("tolerates", PROBE, claims=["tolerates"]))
-            self.assertEqual(allocation_results(get("resourceclaim", "tolerates", NAMESPACE))
-                             ["nic"]["device"], device_of("mlx5_3")["name"])
+            create(toolbox_pod("tolerates", PROBE, claims=["tolerates"]))
+            allocated = wait_until("the tolerating claim to be allocated",
+                                   lambda: get("resourceclaim", "tolerates", NAMESPACE)
+                                   .get("status", {}).get("allocation"))
+            self.assertEqual(allocated["devices"]["results"][0]["device"],
+                             device_of("mlx5_3")["name"])
+            # The driver still will not prepare a port that is down, and says why.
+            wait_until("the kubelet to report the driver's refusal",
+                       lambda: "no ACTIVE port" in kubectl("get", "events", "-n", NAMESPACE,
+                                                           "--field-selector",
+                                                           "involvedObject.name=tolerates"))
             kubectl("delete", "pod", "-n", NAMESPACE, "tolerates", "--wait=true")
             self.assertTrue(any(c.get("reason") == "Unschedulable" for c in
                                 get("pod", "wants-mlx5-3", NAMESPACE)["status"]
@@ -361,6 +375,64 @@ def driver_restarts():
 # How long the API server is stopped: the issue's 3 minutes, longer than the liveness probe's
 # 3 x 10 s and the driver's --health-timeout of 1 minute together.
 OUTAGE_SECONDS = int(os.environ.get("KUBE_RDMA_E2E_OUTAGE_SECONDS", "180"))
+
+
+def install(overlay):
+    """Applies test/cluster/overlays/OVERLAY and waits for the driver's rollout."""
+    kubectl("apply", "-k", os.path.join(os.path.dirname(__file__), "overlays", overlay))
+    kubectl("-n", "kube-rdma", "rollout", "status", "daemonset/rdma-dra-driver", "--timeout=120s",
+            timeout=150)
+
+
+def shared_ports():
+    """Whether the node's published ports are allocatable to many claims (all, or none: None)."""
+    devices = our_slices()[0]["spec"]["devices"]
+    shared = [d.get("allowMultipleAllocations", False) for d in devices]
+    return shared[0] if len(set(shared)) == 1 else None
+
+
+class DraSharedPorts(ClusterTest):
+    """components/dra-shared-ports: the driver with --share-ports, for this class's tests."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        install("dra-shared-ports")
+        wait_until("the ports allocatable to many claims", lambda: shared_ports() is True,
+                   timeout=60)
+
+    @classmethod
+    def tearDownClass(cls):
+        kubectl("delete", "namespace", NAMESPACE, "--wait=true", timeout=180)
+        install("dra")
+        wait_until("the ports one claim's again", lambda: shared_ports() is False, timeout=60)
+        super().tearDownClass()
+
+    def test_two_pods_with_claims_of_their_own_share_one_port(self):
+        """The issue's case: two claims of mlx5_5's port, both allocated (distinct shareIDs, one
+        tenant each of the pool's 128), each pod with that port's NCCL settings."""
+        pods = ("share-a", "share-b")
+        for name in pods:
+            create(one_nic_claim(name, device="mlx5_5"))
+        reports = [run_probe(toolbox_pod(name, PROBE, claims=[name]))[1] for name in pods]
+        results = [allocation_results(get("resourceclaim", name, NAMESPACE))["nic"]
+                   for name in pods]
+        port = device_of("mlx5_5")
+        self.assertEqual({r["device"] for r in results}, {port["name"]})
+        self.assertEqual(len({r["shareID"] for r in results}), 2, results)
+        for r in results:
+            self.assertEqual(r["consumedCapacity"], {"tenants": "1"})
+        self.assertEqual(port["capacity"]["tenants"]["value"], "128")
+        for report in reports:
+            self.assertEqual(report["conf"].get("NCCL_IB_HCA"), "=mlx5_5:1")
+            self.assertEqual(len([d for d in report["dev"] if "uverbs" in d]), 1, report["dev"])
+        for name in pods:
+            kubectl("delete", "pod", "-n", NAMESPACE, name, "--wait=true")
+
+    def test_every_pod_its_own_claim_of_every_port(self):
+        """examples/dra/shared-ports.yaml: the device plugin's rdma/shared under DRA. Two replicas,
+        each with a claim of every RoCE port from the template, run side by side on the node."""
+        run_two_replicas_with_every_port(self, "dra/shared-ports.yaml")
 
 
 class DraWithTheApiServer(ClusterTest):

@@ -37,10 +37,31 @@ TEST_F(ClaimPreparation, AnswersThisDriversDevicesInTheNodesOrder) {
   auto prepared = prepareClaim(claimJson("claim-two-nics.json"), kTwoNics, topology_, context_);
   ASSERT_TRUE(prepared.ok()) << prepared.error().message;
   const std::string prefix = "rdma.kube-rdma.io/claim=" + kTwoNics.uid + "-";
+  EXPECT_EQ(
+      prepared->devices,
+      (std::vector<PreparedDevice>{
+          {{"nic"}, kTestNode, "pci-0000-13-00-0-p1", {prefix + "pci-0000-13-00-0-p1"}, ""},
+          {{"nic"}, kTestNode, "pci-0000-23-00-0-p1", {prefix + "pci-0000-23-00-0-p1"}, ""}}));
+}
+
+// A port shared by many claims (--share-ports) can come twice in one claim, each time with its
+// own shareID: the kubelet hears of both allocations, the container gets the port once.
+TEST_F(ClaimPreparation, ASharedPortAllocatedTwiceIsOneDeviceWithBothShareIds) {
+  Json claim = claimJson("claim-two-nics.json");
+  Json& results = claim["status"]["allocation"]["devices"]["results"];
+  results[1]["device"] = "pci-0000-13-00-0-p1";
+  results[1]["shareID"] = "6f0c1e0a-0b6e-4a57-9d0f-3c2a1b4d5e6f";
+  results[2]["shareID"] = "0d9e8f7a-6b5c-4d3e-8f1a-2b3c4d5e6f70";
+  auto prepared = prepareClaim(claim, kTwoNics, topology_, context_);
+  ASSERT_TRUE(prepared.ok()) << prepared.error().message;
+  const std::string id = "rdma.kube-rdma.io/claim=" + kTwoNics.uid + "-pci-0000-13-00-0-p1";
   EXPECT_EQ(prepared->devices,
             (std::vector<PreparedDevice>{
-                {{"nic"}, kTestNode, "pci-0000-13-00-0-p1", {prefix + "pci-0000-13-00-0-p1"}},
-                {{"nic"}, kTestNode, "pci-0000-23-00-0-p1", {prefix + "pci-0000-23-00-0-p1"}}}));
+                {{"nic"}, kTestNode, "pci-0000-13-00-0-p1", {id}, results[1]["shareID"]},
+                {{"nic"}, kTestNode, "pci-0000-13-00-0-p1", {id}, results[2]["shareID"]}}));
+  const Json spec = Json::parse(prepared->files[1].content);
+  ASSERT_EQ(spec["devices"].size(), 1u);
+  EXPECT_THAT(prepared->files[0].content, HasSubstr("NCCL_IB_HCA==mlx5_1:1\n"));
 }
 
 TEST_F(ClaimPreparation, TheCdiSpecHasTheDevicesTheHookAndTheMountButNoNcclVariable) {

@@ -72,7 +72,8 @@ TEST_F(DraKubelet, RegistrationNamesTheDriverItsSocketAndV1First) {
   EXPECT_EQ(info.type(), "DRAPlugin");
   EXPECT_EQ(info.name(), "rdma.kube-rdma.io");
   EXPECT_EQ(info.endpoint(), dir_.path() + "/plugins/rdma.kube-rdma.io/dra.sock");
-  EXPECT_THAT(info.supported_versions(), testing::ElementsAre("v1.DRAPlugin", "v1beta1.DRAPlugin"));
+  EXPECT_THAT(info.supported_versions(),
+              testing::ElementsAre("v1.DRAPlugin", "v1beta1.DRAPlugin", "v1.DRAResourceHealth"));
   auto stub = pluginregistration::Registration::NewStub(dial(registrationSocket()));
   grpc::ClientContext context;
   pluginregistration::RegistrationStatus status;

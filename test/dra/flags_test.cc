@@ -23,6 +23,7 @@ std::vector<std::string> fields(const DraFlags& f) {
           formatDuration(f.health_timeout),
           f.nfd_features_file,
           formatDuration(f.nfd_features_ttl),
+          f.share_ports ? "share" : "",
           f.log_format == LogFormat::kJson ? "json" : "text",
           f.exit_message};
 }
@@ -30,11 +31,11 @@ std::vector<std::string> fields(const DraFlags& f) {
 TEST(DraFlags, DefaultsAreTheNodePathsAndTheNodeComesFromTheEnvironment) {
   auto flags = parseDraFlags({}, "gpu-node-1");
   ASSERT_TRUE(flags.ok()) << flags.error().message;
-  EXPECT_EQ(fields(*flags),
-            (std::vector<std::string>{"gpu-node-1", "", "", "/sys", "/proc", "/dev",
-                                      "/var/lib/kubelet/plugins_registry",
-                                      "/var/lib/kubelet/plugins/rdma.kube-rdma.io", "/var/run/cdi",
-                                      "/var/run/kube-rdma/dra", "", "1m", "", "10m", "text", ""}));
+  EXPECT_EQ(fields(*flags), (std::vector<std::string>{"gpu-node-1", "", "", "/sys", "/proc", "/dev",
+                                                      "/var/lib/kubelet/plugins_registry",
+                                                      "/var/lib/kubelet/plugins/rdma.kube-rdma.io",
+                                                      "/var/run/cdi", "/var/run/kube-rdma/dra", "",
+                                                      "1m", "", "10m", "", "text", ""}));
 }
 
 TEST(DraFlags, EveryFlagInBothSpellings) {
@@ -60,13 +61,14 @@ TEST(DraFlags, EveryFlagInBothSpellings) {
                               "--nfd-features-file=/f",
                               "--nfd-features-ttl",
                               "1m30s",
+                              "--share-ports",
                               "--log-format=json"},
                              "from-env");
   ASSERT_TRUE(flags.ok()) << flags.error().message;
   EXPECT_EQ(fields(*flags),
             (std::vector<std::string>{"n2", "/etc/kube-rdma/config.json", "/etc/kube/config",
                                       "/host/sys", "/host/proc", "/host/dev", "/r", "/p", "/c",
-                                      "/s", ":9436", "90s", "/f", "90s", "json", ""}));
+                                      "/s", ":9436", "90s", "/f", "90s", "share", "json", ""}));
 }
 
 TEST(DraFlags, ANodeNameIsRequired) {

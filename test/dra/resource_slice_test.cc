@@ -196,6 +196,31 @@ TEST(ResourceSlice, APortThatCannotServeIsTaintedNoScheduleWithItsReason) {
             "mlx5_8 has no uverbs device node");
 }
 
+// --share-ports: the ports of shared pools (the defaults' RoCE pool: eight HCAs, 16 tenants each
+// as the device plugin's "auto" count, so 128) are allocatable to many claims; an exclusive pool's
+// stay one claim's.
+TEST(ResourceSlice, SharedPortsTakeTheSharedPoolsTenantsAndExclusiveOnesDoNot) {
+  const NodeTopology topology = discoverFixture("a100-roce");
+  const Json unshared = resourceSlicesFor(topology, defaultPluginConfig(), kOwner, 1)
+                            .slices.at(0)["spec"]["devices"][0];
+  EXPECT_FALSE(unshared.contains("allowMultipleAllocations"));
+  EXPECT_FALSE(unshared.contains("capacity"));
+
+  const Json shared = resourceSlicesFor(topology, defaultPluginConfig(), kOwner, 1, {true})
+                          .slices.at(0)["spec"]["devices"][0];
+  EXPECT_EQ(shared["allowMultipleAllocations"], true);
+  EXPECT_EQ(shared["capacity"], Json::parse(R"({"tenants": {"value": "128",
+      "requestPolicy": {"default": "1", "validRange": {"min": "1"}}}})"));
+
+  PluginConfig exclusive = defaultPluginConfig();
+  for (PoolSpec& pool : exclusive.pools) {
+    pool.mode = PoolMode::kExclusive;
+  }
+  const Json one_claim =
+      resourceSlicesFor(topology, exclusive, kOwner, 1, {true}).slices.at(0)["spec"]["devices"][0];
+  EXPECT_FALSE(one_claim.contains("allowMultipleAllocations"));
+}
+
 TEST(ResourceSlice, AStringOverTheApisLimitIsLeftOutWithAWarning) {
   NodeTopology topology = manyHcas(1);
   topology.devices[0].fw_ver = std::string(65, '1');

@@ -127,6 +127,16 @@ protected:
            slices[0]["spec"]["pool"]["generation"].get<int64_t>() >= min_generation;
   }
 
+  // After the first publication: the Node's GET, the LIST, the POST and the WATCH reached the
+  // server, and nothing follows them (a publisher rewriting the slice would be seen here).
+  bool quietAfterTheFirstPublication() {
+    if (!eventually([&] { return api_.simulator().requestCount() == 4; })) {
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    return api_.simulator().requestCount() == 4;
+  }
+
   SimulatedApi api_;
   NodeTopology topology_ = discoverFixture("a100-roce");
   std::ostringstream log_;
@@ -139,6 +149,11 @@ protected:
     options.backoff = {std::chrono::milliseconds(10), std::chrono::milliseconds(100), 2, 1.0};
     options.watch.backoff = options.backoff;
     options.min_topology_interval = std::chrono::milliseconds(0);
+    return options;
+  }();
+  SlicePublisherOptions sharing_ = [this] {
+    SlicePublisherOptions options = fast_;
+    options.slices.share_ports = true;
     return options;
   }();
 };
@@ -258,10 +273,7 @@ TEST_F(SlicePublisherTest, ADownPortIsTaintedOnceAndUntaintedWhenItIsBack) {
   ASSERT_TRUE(eventually([&] { return publishedExactly(8, 1) && tainted() == 1; })) << log_.str();
   // The server's timeAdded makes the stored slice differ from the wanted one: not a reason to
   // write again.
-  ASSERT_TRUE(eventually([&] { return api_.simulator().requestCount() == 4; }));
-  const size_t requests = api_.simulator().requestCount();
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  EXPECT_EQ(api_.simulator().requestCount(), requests);
+  EXPECT_TRUE(quietAfterTheFirstPublication()) << log_.str();
   publisher.set(topology_);
   ASSERT_TRUE(eventually([&] { return publishedExactly(8, 2) && tainted() == 0; })) << log_.str();
 }
@@ -273,15 +285,32 @@ TEST_F(SlicePublisherTest, AServerWithoutDeviceTaintsIsNotRewrittenForever) {
   publisher.start(discoverFixture("port-down"));
   ASSERT_TRUE(eventually([&] { return publishedExactly(8, 1); })) << log_.str();
   ASSERT_TRUE(eventually([&] { return log_.str().find("dropped") != std::string::npos; }));
-  // The Node's GET, the LIST, the POST and the WATCH, and no PUT after them.
-  ASSERT_TRUE(eventually([&] { return api_.simulator().requestCount() == 4; }));
-  const size_t requests = api_.simulator().requestCount();
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  EXPECT_EQ(api_.simulator().requestCount(), requests) << log_.str();
+  EXPECT_TRUE(quietAfterTheFirstPublication()) << log_.str();
   EXPECT_EQ(publisher.generation(), 1);
   // Still published: a change after it goes out as before.
   publisher.set(topology_);
   ASSERT_TRUE(eventually([&] { return publishedExactly(8, 2); })) << log_.str();
+}
+
+TEST_F(SlicePublisherTest, AServerWithoutConsumableCapacityGetsExclusivePortsOnce) {
+  api_.simulator().disableConsumableCapacity();
+  SlicePublisher publisher(api_.api(), kTestNode, defaultPluginConfig(), logger_, metrics_, clock_,
+                           sharing_);
+  publisher.start(topology_);
+  ASSERT_TRUE(eventually([&] { return publishedExactly(8, 1); })) << log_.str();
+  ASSERT_TRUE(
+      eventually([&] { return log_.str().find("consumable capacity") != std::string::npos; }));
+  EXPECT_TRUE(quietAfterTheFirstPublication()) << log_.str();
+  EXPECT_FALSE(nodeSlices()[0]["spec"]["devices"][0].contains("allowMultipleAllocations"));
+}
+
+TEST_F(SlicePublisherTest, SharedPortsAreStoredAsSentAndNotRewritten) {
+  SlicePublisher publisher(api_.api(), kTestNode, defaultPluginConfig(), logger_, metrics_, clock_,
+                           sharing_);
+  publisher.start(topology_);
+  ASSERT_TRUE(eventually([&] { return publishedExactly(8, 1); })) << log_.str();
+  EXPECT_TRUE(quietAfterTheFirstPublication()) << log_.str();
+  EXPECT_EQ(nodeSlices()[0]["spec"]["devices"][0]["allowMultipleAllocations"], true);
 }
 
 TEST_F(SlicePublisherTest, ServerErrorsAreRetried) {
