@@ -18,11 +18,22 @@ bool gpuDirectReady(const NodeTopology& topology, const SnapshotRoots& roots) {
   if (topology.gpus.empty()) {
     return false;
   }
-  return gpuDirectReady(topology, readNodeSnapshot(roots, topology, {loadedLibibverbs(), {}, {}}));
+  const NodeSnapshot snapshot = readNodeSnapshot(roots, topology, {loadedLibibverbs(), {}, {}});
+  return checkGpuDirect(topology, snapshot).verdict == Verdict::kOk;
 }
 
-bool gpuDirectReady(const NodeTopology& topology, const NodeSnapshot& snapshot) {
-  return !topology.gpus.empty() && checkGpuDirect(topology, snapshot).verdict == Verdict::kOk;
+bool GpuDirectReadiness::ready(const NodeTopology& topology) {
+  const auto now = clock_->now();
+  if (!judged_ || *judged_ != topology || now >= due_) {
+    ready_ = judge_(topology);
+    judged_ = topology;
+    due_ = now + interval_;
+  }
+  return ready_;
+}
+
+std::chrono::seconds gpuDirectRecheckInterval(std::chrono::seconds nfd_features_ttl) {
+  return std::clamp(nfd_features_ttl / 2, std::chrono::seconds(1), std::chrono::seconds(60));
 }
 
 NfdFeatureWriter::NfdFeatureWriter(std::string path, std::chrono::seconds ttl, ClockPtr clock)

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -14,11 +15,37 @@ namespace kube_rdma {
 
 // The kube-rdma.io/gpudirect-rdma label: the node has NVIDIA GPUs and `rdmactl doctor`'s GPUDirect
 // check (checkGpuDirect: nvidia_peermem or nv_peer_mem loaded, or dma-buf possible) passes on the
-// files under `roots` as they are now. It reads those files and more (a NodeSnapshot): call it when
-// the topology or the configuration changes, not at every health sample.
+// files under `roots` as they are now. It reads those files and more (a NodeSnapshot): see
+// GpuDirectReadiness for how often.
 bool gpuDirectReady(const NodeTopology& topology, const SnapshotRoots& roots);
-// The same from a snapshot already read.
-bool gpuDirectReady(const NodeTopology& topology, const NodeSnapshot& snapshot);
+
+// A judgement kept current, gpuDirectReady() in the daemons: made again when the topology
+// changes and, since the GPU operator loads nvidia_peermem minutes after the daemons start, once
+// per `interval` in between (not at every health sample: the snapshot reads dozens of files).
+// One thread calls it.
+class GpuDirectReadiness {
+public:
+  using Judge = std::function<bool(const NodeTopology&)>;
+
+  GpuDirectReadiness(Judge judge, std::chrono::seconds interval, ClockPtr clock)
+      : judge_(std::move(judge)), interval_(interval), clock_(std::move(clock)) {}
+
+  bool ready(const NodeTopology& topology);
+  // When ready() judges again if the topology stays the same.
+  std::chrono::steady_clock::time_point due() const { return due_; }
+
+private:
+  const Judge judge_;
+  const std::chrono::seconds interval_;
+  const ClockPtr clock_;
+  std::optional<NodeTopology> judged_;
+  bool ready_ = false;
+  std::chrono::steady_clock::time_point due_{};
+};
+
+// How often the daemons judge GPUDirect again: each time they refresh NFD's file (half its
+// lifetime), and at least once a minute, NFD's own reading interval.
+std::chrono::seconds gpuDirectRecheckInterval(std::chrono::seconds nfd_features_ttl);
 
 // Keeps NFD's feature file (--nfd-features-file) current: written when the labels change and
 // again half-way through its lifetime, so NFD never sees it expire while the daemon runs, and

@@ -123,16 +123,19 @@ int run(const DraFlags& flags, const sigset_t& signals, Logger& logger) {
                 {{"port", std::to_string(metrics_server->port())}});
   }
 
-  // Node labels for NFD: computed when the topology changes, written when they change and before
-  // the file expires.
+  // Node labels for NFD: computed when the topology changes or GPUDirect is due to be judged
+  // again, written when they change and before the file expires.
   std::optional<NfdFeatureWriter> nfd;
+  std::optional<GpuDirectReadiness> gpudirect;
   if (!flags.nfd_features_file.empty()) {
-    nfd.emplace(flags.nfd_features_file, flags.nfd_features_ttl, std::make_shared<RealClock>());
+    const auto nfd_clock = std::make_shared<RealClock>();
+    nfd.emplace(flags.nfd_features_file, flags.nfd_features_ttl, nfd_clock);
+    gpudirect.emplace([roots = SnapshotRoots{flags.sysfs_root, flags.proc_root, flags.dev_root}](
+                          const NodeTopology& node) { return gpuDirectReady(node, roots); },
+                      gpuDirectRecheckInterval(flags.nfd_features_ttl), nfd_clock);
   }
-  const SnapshotRoots snapshot_roots{flags.sysfs_root, flags.proc_root, flags.dev_root};
   const auto labelsOf = [&](const NodeTopology& node) {
-    return nfd ? nodeLabels(node, buildPools(node, *config), gpuDirectReady(node, snapshot_roots))
-               : NodeLabels();
+    return nfd ? nodeLabels(node, buildPools(node, *config), gpudirect->ready(node)) : NodeLabels();
   };
   NodeLabels labels = labelsOf(topology);
 
@@ -153,6 +156,9 @@ int run(const DraFlags& flags, const sigset_t& signals, Logger& logger) {
     }
     NodeTopology now = discoverFromSysfs(roots);
     if (now == topology) {
+      if (gpudirect && clock.now() >= gpudirect->due()) {
+        labels = labelsOf(topology);
+      }
       continue;
     }
     logger.info("the node changed", {{"devices", std::to_string(now.devices.size())}});

@@ -46,7 +46,11 @@ PluginManager::PluginManager(PluginFlags flags, FileWatcher& watcher, Logger& lo
       registrar_(createKubeletRegistrar(flags_.device_plugin_dir, kRegisterTimeout)) {
   if (!flags_.nfd_features_file.empty()) {
     nfd_ = std::make_unique<NfdFeatureWriter>(flags_.nfd_features_file, flags_.nfd_features_ttl,
-                                              std::move(clock));
+                                              clock);
+    gpudirect_ = std::make_unique<GpuDirectReadiness>(
+        [roots = SnapshotRoots{flags_.sysfs_root, flags_.proc_root, flags_.dev_root}](
+            const NodeTopology& topology) { return gpuDirectReady(topology, roots); },
+        gpuDirectRecheckInterval(flags_.nfd_features_ttl), std::move(clock));
   }
 }
 
@@ -195,12 +199,9 @@ Status PluginManager::applyConfig(const PluginConfig& config,
   // The node checks read many files: judged once per topology or config, not per scrape or
   // sample, like `rdmactl doctor` (without running ofed_info); only /metrics shows them.
   const SnapshotRoots roots{flags_.sysfs_root, flags_.proc_root, flags_.dev_root};
-  if (!flags_.metrics_address.empty() || nfd_) {
+  if (!flags_.metrics_address.empty()) {
     const NodeSnapshot snapshot = readNodeSnapshot(roots, *topology, {loadedLibibverbs(), {}, {}});
-    if (!flags_.metrics_address.empty()) {
-      node_checks_ = nodeCheckFamily(runNodeChecks(*topology, config, snapshot));
-    }
-    gpudirect_ready_ = nfd_ && gpuDirectReady(*topology, snapshot);
+    node_checks_ = nodeCheckFamily(runNodeChecks(*topology, config, snapshot));
   }
   topology_ = std::move(topology);
   last_health_ = health;
@@ -402,8 +403,9 @@ void PluginManager::run(const std::stop_token& stop) {
     if (pending && mode_ == RegistrationMode::kClassic && kubeletSocketExists()) {
       deadline = std::chrono::steady_clock::now() + kRegisterRetry;
     }
-    if (nfd_ && (!deadline || nfd_->refreshDue() < *deadline)) {
-      deadline = nfd_->refreshDue();
+    if (nfd_) {
+      const auto due = std::min(nfd_->refreshDue(), gpudirect_->due());
+      deadline = deadline ? std::min(*deadline, due) : due;
     }
     if (deadline) {
       events_changed_.wait_until(lock, stop, *deadline, [this] { return !events_.empty(); });
@@ -491,10 +493,9 @@ void PluginManager::writeNfdFeatures() {
   }
   // The health view's topology has the port states of the last sample.
   auto topology = last_health_.topology ? last_health_.topology : topology_;
-  file_work_.push_back([this, topology = std::move(topology), pools = std::move(pools),
-                        gpudirect_ready = gpudirect_ready_] {
+  file_work_.push_back([this, topology = std::move(topology), pools = std::move(pools)] {
     // The writer skips the write when the labels are the same and the file is not due.
-    auto written = nfd_->update(nodeLabels(*topology, pools, gpudirect_ready));
+    auto written = nfd_->update(nodeLabels(*topology, pools, gpudirect_->ready(*topology)));
     if (!written) {
       logger_.warn("cannot write the NFD features file",
                    {{"path", nfd_->path()}, {"error", written.error().message}});

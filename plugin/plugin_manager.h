@@ -104,15 +104,15 @@ private:
   const StateWriter state_;
   KubeletRegistrarPtr registrar_;
   std::unique_ptr<HealthWatcher> health_;
-  // Only the event loop's thread uses it (in writeFiles), so it needs no lock.
+  // Only the event loop's thread uses them (in writeFiles), so they need no lock.
   std::unique_ptr<NfdFeatureWriter> nfd_;
+  std::unique_ptr<GpuDirectReadiness> gpudirect_; // with nfd_
 
   mutable std::mutex mutex_; // guards everything below
   std::condition_variable_any events_changed_;
   std::set<Event> events_;
   PluginConfig config_;
   std::shared_ptr<const NodeTopology> topology_;
-  bool gpudirect_ready_ = false; // gpuDirectReady() of topology_, with --nfd-features-file
   ScrapedFamily node_checks_; // nodeCheckFamily() of topology_ and config_, with --metrics-address
   NodeHealthView last_health_;
   std::map<std::string, Pool> pools_; // by resource name

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <memory>
 
 #include "common/sysfs_discovery.h"
 #include "test/nfd_feature_reader.h"
@@ -119,6 +120,43 @@ TEST(GpuDirectReady, IsTheDoctorsGpuDirectCheckOnNodesWithGpus) {
   EXPECT_TRUE(ready("a100-nv-peer-mem"));
   EXPECT_FALSE(ready("a100-degraded"));
   EXPECT_FALSE(ready("dual-port"));
+}
+
+// The GPU operator loads nvidia_peermem after the daemon started: the next judgement, at most
+// `interval` later, sees it; a new topology is judged at once. (The daemons' judge reads the
+// node: PluginIntegrationTest.TheGpuDirectLabelFollowsAPeermemModuleLoadedLater.)
+TEST(GpuDirectReadiness, JudgesAgainOncePerIntervalAndForEveryNewTopology) {
+  bool loaded = false;
+  int judged = 0;
+  auto clock = std::make_shared<FakeClock>();
+  GpuDirectReadiness readiness(
+      [&](const NodeTopology&) {
+        ++judged;
+        return loaded;
+      },
+      seconds(60), clock);
+  NodeTopology topology;
+  topology.gpus.resize(1);
+  EXPECT_FALSE(readiness.ready(topology));
+  loaded = true;
+  clock->advance(seconds(59));
+  EXPECT_FALSE(readiness.ready(topology)); // not judged again yet
+  EXPECT_EQ(judged, 1);
+  EXPECT_EQ(readiness.due(), clock->steady + seconds(1));
+  clock->advance(seconds(1));
+  EXPECT_TRUE(readiness.ready(topology));
+  EXPECT_EQ(judged, 2);
+
+  loaded = false;
+  topology.gpus.resize(2);
+  EXPECT_FALSE(readiness.ready(topology));
+  EXPECT_EQ(judged, 3);
+}
+
+TEST(GpuDirectReadiness, IsJudgedAgainEachHalfLifetimeOfTheFileAndAtLeastOnceAMinute) {
+  EXPECT_EQ(gpuDirectRecheckInterval(seconds(2)), seconds(1));
+  EXPECT_EQ(gpuDirectRecheckInterval(seconds(90)), seconds(45));
+  EXPECT_EQ(gpuDirectRecheckInterval(minutes(10)), seconds(60));
 }
 
 } // namespace

@@ -233,6 +233,24 @@ TEST_F(DriverProcess, WritesTheNfdFeaturesFile) {
   EXPECT_GT(*expiry, std::chrono::system_clock::now() + std::chrono::minutes(9));
 }
 
+// The GPU operator loads nvidia_peermem after the driver started: the gpudirect-rdma label
+// follows within the recheck interval (1 s with a 2 s lifetime), without a restart.
+TEST_F(DriverProcess, TheGpuDirectLabelFollowsAPeermemModuleLoadedLater) {
+  const std::string node = dir_.path() + "/a100-roce";
+  const std::string copy = "cp -a " + std::string(KUBE_RDMA_FIXTURES) + "/a100-roce " + dir_.path();
+  ASSERT_EQ(std::system(copy.c_str()), 0);
+  setPeermemLoaded(node, false);
+  const std::string path = dir_.path() + "/features.d/kube-rdma";
+  startDriver(node, {"--nfd-features-file", path, "--nfd-features-ttl", "2s"});
+  const auto gpudirect = [&] {
+    auto file = readNfdFeatureFile(readTestFile(path), std::chrono::system_clock::now());
+    return file.ok() ? file->labels.count("kube-rdma.io/gpudirect-rdma") : 2;
+  };
+  ASSERT_TRUE(eventually([&] { return gpudirect() == 0; })) << driver_->logs();
+  setPeermemLoaded(node, true);
+  EXPECT_TRUE(eventually([&] { return gpudirect() == 1; })) << driver_->logs();
+}
+
 // The exposition as the Prometheus project's Python client parses it (test/plugin/
 // metrics_scrape.py --parse): family name -> the family's JSON (type, help, samples).
 std::map<std::string, json> parseWithPrometheusClient(const std::string& text,

@@ -352,6 +352,53 @@ TEST_F(PluginIntegrationTest, TheNfdFeaturesFileFollowsThePortStates) {
   }
 }
 
+// `rdmactl doctor`'s verdict on GPUDirect RDMA for the node under `node`: "ok", "warn", ...
+std::string doctorsGpuDirectVerdict(const std::string& node) {
+  const std::string command = std::string(KUBE_RDMA_RDMACTL_BINARY) + " --sysfs-root " + node +
+                              "/sys --proc-root " + node + "/proc --dev-root " + node +
+                              "/dev --json doctor 2>/dev/null";
+  std::string out;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  char buffer[4096];
+  while (pipe != nullptr && std::fgets(buffer, sizeof(buffer), pipe) != nullptr) {
+    out += buffer;
+  }
+  if (pipe != nullptr) {
+    ::pclose(pipe);
+  }
+  const nlohmann::json report = nlohmann::json::parse(out, nullptr, false);
+  if (report.is_object() && report.contains("checks")) {
+    for (const auto& check : report["checks"]) {
+      if (check.value("name", "") == "gpudirect-rdma") {
+        return check.value("verdict", "");
+      }
+    }
+  }
+  return "no verdict in: " + out;
+}
+
+// The GPU operator loads nvidia_peermem after the plugin started: the gpudirect-rdma label
+// follows without a restart, and agrees with `rdmactl doctor` before and after.
+TEST_F(PluginIntegrationTest, TheGpuDirectLabelFollowsAPeermemModuleLoadedLater) {
+  prepareNode("a100-roce", true);
+  setPeermemLoaded(node_, false);
+  const std::string path = tmp_.sub("features.d") + "/kube-rdma";
+  std::vector<std::string> args = nodeArgs(registry_dir_);
+  for (const char* flag : {"--nfd-features-file", path.c_str(), "--nfd-features-ttl", "2s"}) {
+    args.emplace_back(flag);
+  }
+  launchPlugin(args, "plugin.log");
+  const auto gpudirect = [&] {
+    auto file = readNfdFeatureFile(readTestFile(path), std::chrono::system_clock::now());
+    return file.ok() ? file->labels.count("kube-rdma.io/gpudirect-rdma") : 2;
+  };
+  ASSERT_TRUE(waitUntil([&] { return gpudirect() == 0; }, kDeadline)) << readTestFile(path);
+  EXPECT_EQ(doctorsGpuDirectVerdict(node_), "warn");
+  setPeermemLoaded(node_, true);
+  EXPECT_TRUE(waitUntil([&] { return gpudirect() == 1; }, kDeadline)) << readTestFile(path);
+  EXPECT_EQ(doctorsGpuDirectVerdict(node_), "ok");
+}
+
 TEST_F(PluginIntegrationTest, TheNfdFeaturesFileFollowsAConfigReload) {
   const std::string path = tmp_.sub("features.d") + "/kube-rdma";
   const auto pool = [](const std::string& devices) {

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <sstream>
@@ -19,6 +20,25 @@ inline std::string readTestFile(const std::string& path) {
 
 inline void writeTestFile(const std::string& path, const std::string& text) {
   std::ofstream(path, std::ios::trunc) << text;
+}
+
+// Loads or unloads nvidia_peermem on a copy of a fixture with NVIDIA GPUs, as modprobe changes
+// /proc/modules and /sys/module (the GPU operator loads it after the node's daemons started).
+inline void setPeermemLoaded(const std::string& node, bool loaded) {
+  const std::string line = "nvidia_peermem 16384 0 - Live 0x0000000000000000 (PO)\n";
+  std::string modules = readTestFile(node + "/proc/modules");
+  const size_t at = modules.find(line);
+  if (loaded && at == std::string::npos) {
+    modules = line + modules;
+  } else if (!loaded && at != std::string::npos) {
+    modules.erase(at, line.size());
+  }
+  writeTestFile(node + "/proc/modules", modules);
+  std::filesystem::remove_all(node + "/sys/module/nvidia_peermem");
+  if (loaded) {
+    std::filesystem::create_directories(node + "/sys/module/nvidia_peermem");
+    writeTestFile(node + "/sys/module/nvidia_peermem/initstate", "live\n");
+  }
 }
 
 // Polls condition every 20 ms until it holds (true) or the deadline passes (false): for files
