@@ -9,7 +9,7 @@
 #include <set>
 
 #include "common/clock.h"
-#include "common/webhook_policy.h"
+#include "webhook/policy.h"
 #include "test/dra/simulated_api.h"
 #include "test/plugin/test_files.h"
 #include "test/webhook/admission_test_support.h"
@@ -148,6 +148,7 @@ const std::map<std::string, std::set<std::string>> kRdmaContainers = {
     {"bert-large-nccl-dra-master-0", {"pytorch"}},
     {"bert-large-nccl-dra-worker-0", {"pytorch"}},
     {"feature-servers-7d9f8c6b5-x2k4q", {"server"}},
+    {"inference-servers-7d9f8c6b5-x2k4q", {"server"}},
 };
 
 TEST_F(DraExamples, RdmaContainersGetIpcLockShmAndThePolicyEnvOthersNothing) {
