@@ -1,4 +1,4 @@
-#include "plugin/rdmactl/cli.h"
+#include "rdmactl/cli.h"
 
 #include "common/command_line.h"
 

@@ -1,4 +1,4 @@
-#include "plugin/rdmactl/doctor.h"
+#include "rdmactl/doctor.h"
 
 #include <algorithm>
 #include <cstdlib>

@@ -16,9 +16,9 @@
 #include "common/plugin_config.h"
 #include "common/sysfs_attributes.h"
 #include "common/verbs_discovery.h"
-#include "plugin/rdmactl/cli.h"
-#include "plugin/rdmactl/doctor.h"
-#include "plugin/rdmactl/views.h"
+#include "rdmactl/cli.h"
+#include "rdmactl/doctor.h"
+#include "rdmactl/views.h"
 
 namespace kube_rdma {
 namespace {

@@ -1,4 +1,4 @@
-#include "plugin/rdmactl/views.h"
+#include "rdmactl/views.h"
 
 #include <nlohmann/json.hpp>
 #include <sstream>

@@ -6,7 +6,7 @@
 #include <string_view>
 #include <utility>
 
-#include "common/shorthand.h"
+#include "webhook/shorthand.h"
 #include "common/strings.h"
 #include "webhook/pod_fields.h"
 

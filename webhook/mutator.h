@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "common/webhook_policy.h"
+#include "webhook/policy.h"
 #include "webhook/dra_claims.h"
 #include "webhook/pod_fields.h"
 

@@ -1,4 +1,4 @@
-#include "common/webhook_policy.h"
+#include "webhook/policy.h"
 
 #include <algorithm>
 #include <cctype>

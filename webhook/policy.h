@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "common/result.h"
-#include "common/shorthand.h"
+#include "webhook/shorthand.h"
 
 // The operator's policy for rdma-webhook: which pods count as RDMA pods and what they get at
 // admission. Parsed from JSON (the ConfigMap), validated as a whole; every key and its default is

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "common/result.h"
-#include "common/webhook_policy.h"
+#include "webhook/policy.h"
 
 // The policy in force. Requests take a snapshot (a shared_ptr) and keep it for the whole review,
 // so a reload never changes a policy under a request. A bad file never replaces a good policy.

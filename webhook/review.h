@@ -5,7 +5,7 @@
 #include <string_view>
 #include <vector>
 
-#include "common/webhook_policy.h"
+#include "webhook/policy.h"
 #include "webhook/dra_claims.h"
 
 // One admission call from body to reply, without HTTP: decode, mutate pods on CREATE, encode.

@@ -12,7 +12,7 @@
 #include "common/file_watcher.h"
 #include "common/nfd_features.h"
 #include "common/strings.h"
-#include "common/webhook_policy.h"
+#include "webhook/policy.h"
 #include "kubeclient/api_client.h"
 #include "kubeclient/kubeconfig.h"
 #include "rpc/metrics_server.h"

@@ -284,7 +284,7 @@ private:
   // 3. What rdmactl sees on the node.
   void nodeDevices() {
     report_.section("The node's RDMA devices and GIDs (rdmactl devices, rdmactl gids)");
-    const std::string rdmactl = shellQuote(binary("plugin/rdmactl")) + " --sysfs-root " +
+    const std::string rdmactl = shellQuote(binary("rdmactl/rdmactl")) + " --sysfs-root " +
                                 shellQuote(node_ + "/sys") + " --proc-root " +
                                 shellQuote(node_ + "/proc") + " --dev-root " +
                                 shellQuote(node_ + "/dev") + " --json ";

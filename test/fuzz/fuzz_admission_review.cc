@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/webhook_policy.h"
+#include "webhook/policy.h"
 #include "test/fuzz/fuzz_check.h"
 #include "test/webhook/admission_test_support.h"
 #include "webhook/mutator.h"

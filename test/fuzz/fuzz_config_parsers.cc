@@ -5,7 +5,7 @@
 #include <string>
 
 #include "common/plugin_config.h"
-#include "common/webhook_policy.h"
+#include "webhook/policy.h"
 #include "test/fuzz/fuzz_check.h"
 
 using namespace kube_rdma;

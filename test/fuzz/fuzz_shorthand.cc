@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <string>
 
-#include "common/shorthand.h"
+#include "webhook/shorthand.h"
 #include "test/fuzz/fuzz_check.h"
 
 using namespace kube_rdma;

@@ -8,7 +8,7 @@
 #include "gtest/gtest.h"
 
 #include "common/plugin_config.h"
-#include "common/webhook_policy.h"
+#include "webhook/policy.h"
 
 // The JSON that the ConfigMaps of manifests/ and examples/ carry, read by the programs' own
 // parsers: a key the schema does not know or a value out of range fails here, not on a cluster

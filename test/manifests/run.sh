@@ -53,8 +53,8 @@ cp -r "$src/manifests" "$work/manifests"
 cp -r "$src/examples" "$work/examples"
 
 # The webhook's built-in copy of the matchConditions' resource rule, checked against them.
-sent_prefix=$(sed -n 's/.*kSentResourcePrefix = "\(.*\)";/\1/p' "$src/common/webhook_policy.h")
-[[ -n "$sent_prefix" ]] || { echo "FAIL kSentResourcePrefix not found in common/webhook_policy.h"; exit 1; }
+sent_prefix=$(sed -n 's/.*kSentResourcePrefix = "\(.*\)";/\1/p' "$src/webhook/policy.h")
+[[ -n "$sent_prefix" ]] || { echo "FAIL kSentResourcePrefix not found in webhook/policy.h"; exit 1; }
 
 node "$cache/validate.mjs" --manifests "$work/manifests" --examples "$work/examples" \
   --cases "$here/match-conditions.yaml" --sent-prefix "$sent_prefix" \

@@ -499,7 +499,7 @@ function wouldSend(conditions, pod) {
 }
 
 // The webhook's built-in copy of the resource rule (kSentResourcePrefix in
-// common/webhook_policy.h, which it reports policy resources against) must be what the rendered
+// webhook/policy.h, which it reports policy resources against) must be what the rendered
 // conditions test: every startsWith() literal is that prefix, and the rule sends a pod asking for
 // a resource under it and none asking for one outside it.
 function sentPrefixProblems(conditions, prefix) {

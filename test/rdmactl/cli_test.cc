@@ -1,4 +1,4 @@
-#include "plugin/rdmactl/cli.h"
+#include "rdmactl/cli.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "plugin/rdmactl/views.h"
+#include "rdmactl/views.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>

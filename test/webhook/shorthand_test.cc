@@ -1,4 +1,4 @@
-#include "common/shorthand.h"
+#include "webhook/shorthand.h"
 
 #include <gtest/gtest.h>
 
