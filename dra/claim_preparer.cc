@@ -23,7 +23,7 @@ Result<std::vector<PreparedDevice>> ClaimPreparer::readAndPrepare(const ClaimRef
   }
   Result<PreparedClaim> prepared = [&] {
     std::lock_guard lock(topology_mutex_);
-    return prepareClaim(*json, claim, topology_, context_);
+    return renderClaim(*json, claim, topology_, context_);
   }();
   if (!prepared.ok()) {
     logger_.error("cannot prepare claim", {{"claim", claim.namespace_name + "/" + claim.name},

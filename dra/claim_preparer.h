@@ -8,7 +8,7 @@
 #include "common/device_model.h"
 #include "common/log.h"
 #include "common/result.h"
-#include "dra/claim_preparation.h"
+#include "dra/claim_rendering.h"
 #include "dra/claim_reader.h"
 #include "dra/claim_store.h"
 #include "dra/dra_metrics.h"
@@ -16,7 +16,7 @@
 namespace kube_rdma {
 
 // NodePrepareResources and NodeUnprepareResources for one claim, whatever the gRPC version:
-// reads the claim, prepares it (prepareClaim) and writes its files (ClaimStore). Thread-safe;
+// reads the claim, prepares it (renderClaim) and writes its files (ClaimStore). Thread-safe;
 // the node's topology can be replaced while calls run. Each call's outcome and duration go to
 // the metrics.
 class ClaimPreparer {

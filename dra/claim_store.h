@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "common/result.h"
-#include "dra/claim_preparation.h"
+#include "dra/claim_rendering.h"
 
 namespace kube_rdma {
 

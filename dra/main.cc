@@ -27,7 +27,7 @@
 #include "dra/slice_publisher.h"
 #include "kubeclient/api_client.h"
 #include "kubeclient/kubeconfig.h"
-#include "rpc/metrics_server.h"
+#include "http/metrics_server.h"
 
 namespace kube_rdma {
 namespace {

@@ -10,7 +10,7 @@
 #include "common/log.h"
 #include "common/metrics.h"
 #include "plugin/flags.h"
-#include "rpc/metrics_server.h"
+#include "http/metrics_server.h"
 #include "plugin/plugin_manager.h"
 
 int main(int argc, char** argv) {

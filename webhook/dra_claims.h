@@ -13,7 +13,7 @@
 
 // A pod's Dynamic Resource Allocation claims as the webhook sees them at admission: which of the
 // pod's claims ask for devices of the policy's RDMA DeviceClasses, by request name. The claims
-// themselves live in the API server; reading them is the caller's job (ClaimReader).
+// themselves live in the API server; reading them is the caller's job (ClaimSpecLookup).
 namespace kube_rdma {
 
 // One entry of the pod's spec.resourceClaims: its name in the pod and where its claim comes from.
@@ -41,7 +41,7 @@ bool usesRdmaClaim(JsonElement container, const PodRdmaClaims& claims);
 
 // Reads the ResourceClaimSpec behind `source` in `ns` (the claim's spec or the template's
 // spec.spec); the error says why it could not.
-using ClaimReader =
+using ClaimSpecLookup =
     std::function<Result<nlohmann::json>(const std::string& ns, const PodClaimSource& source)>;
 
 } // namespace kube_rdma

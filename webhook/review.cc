@@ -12,7 +12,7 @@ namespace {
 // The RDMA requests of each claim the pod uses; a claim that cannot be read counts as none, with
 // a warning (the webhook's failure policy is Ignore: it never holds a pod up).
 PodRdmaClaims readPodClaims(JsonElement pod, const std::string& ns, const WebhookPolicy& policy,
-                            const ClaimReader& read_claim, std::vector<std::string>& warnings) {
+                            const ClaimSpecLookup& read_claim, std::vector<std::string>& warnings) {
   PodRdmaClaims claims;
   if (policy.dra_device_classes.empty() || !podSkipReason(pod, ns, policy).empty()) {
     return claims;
@@ -38,7 +38,7 @@ PodRdmaClaims readPodClaims(JsonElement pod, const std::string& ns, const Webhoo
 } // namespace
 
 ReviewOutcome reviewAdmission(std::string_view body, const WebhookPolicy& policy,
-                              const ClaimReader& read_claim) {
+                              const ClaimSpecLookup& read_claim) {
   ReviewOutcome outcome;
   // A parser keeps its buffers (~14 bytes per byte of the largest body) for the next body on its
   // thread; a body larger than a pod's AdmissionReview gets a parser of its own, freed after.

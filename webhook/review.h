@@ -27,6 +27,6 @@ struct ReviewOutcome {
 // `read_claim` reads the claims of pods that use DRA; without it such claims are not checked (the
 // pod gets a warning).
 ReviewOutcome reviewAdmission(std::string_view body, const WebhookPolicy& policy,
-                              const ClaimReader& read_claim = nullptr);
+                              const ClaimSpecLookup& read_claim = nullptr);
 
 } // namespace kube_rdma

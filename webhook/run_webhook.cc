@@ -15,8 +15,8 @@
 #include "webhook/policy.h"
 #include "kubeclient/api_client.h"
 #include "kubeclient/kubeconfig.h"
-#include "rpc/metrics_server.h"
-#include "webhook/claim_reader.h"
+#include "http/metrics_server.h"
+#include "webhook/claim_cache.h"
 #include "webhook/flags.h"
 
 namespace kube_rdma {
@@ -159,9 +159,9 @@ int run(const WebhookFlags& flags) {
     return 1;
   }
   std::optional<ClaimCache> claims;
-  ClaimReader read_claim;
+  ClaimSpecLookup read_claim;
   if (*api != nullptr) {
-    read_claim = claims.emplace(**api, clock, kClaimCacheTtl).reader();
+    read_claim = claims.emplace(**api, clock, kClaimCacheTtl).lookup();
   }
   AdmissionServer server(options, certificates, policies, registry, metrics, clock, logger,
                          [&read_claim](std::string_view body, const WebhookPolicy& policy) {

@@ -1,5 +1,5 @@
 // A claim's CDI spec under a real OCI runtime: podman with runc injects one device of the spec
-// prepareClaim renders for the two-NIC claim into a busybox container (PodmanSandbox says how).
+// renderClaim renders for the two-NIC claim into a busybox container (PodmanSandbox says how).
 // The container must get the uverbs and rdma_cm nodes, the KUBE_RDMA_* variables, the claim's
 // nccl.conf at /etc/nccl.conf, the memlock hook's raised limit, and no NCCL_* variable: the pod's
 // own NCCL_IB_HCA stays. The spec goes to /var/run/cdi under a claim UID of this process's own and
@@ -46,8 +46,8 @@ protected:
     context.cdi_dir = PodmanSandbox::kCdiDir;
     context.config.memlock.hook_path = MEMLOCK_HOOK_BINARY;
     context.config.memlock.log_file = tmp + "/memlock-hook.log";
-    auto prepared = prepareClaim(claim, ClaimRef{"ml", "train-0-rdma-x7k2p", uid},
-                                 discoverFixture("a100-roce"), context);
+    auto prepared = renderClaim(claim, ClaimRef{"ml", "train-0-rdma-x7k2p", uid},
+                                discoverFixture("a100-roce"), context);
     EXPECT_TRUE(prepared.ok()) << prepared.error().message;
     if (!prepared.ok()) {
       return "";

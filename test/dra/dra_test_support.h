@@ -13,7 +13,7 @@
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/sysfs_discovery.h"
-#include "dra/claim_preparation.h"
+#include "dra/claim_rendering.h"
 #include "dra/claim_preparer.h"
 #include "dra/claim_reader.h"
 #include "dra/claim_store.h"

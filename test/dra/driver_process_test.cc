@@ -14,7 +14,7 @@
 
 #include <grpcpp/grpcpp.h>
 
-#include "dra/claim_preparation.h"
+#include "dra/claim_rendering.h"
 #include "dra/resource_slice.h"
 #include "dra/v1/api.grpc.pb.h"
 #include "pluginregistration/v1/api.grpc.pb.h"

@@ -12,7 +12,7 @@
 #include "common/strings.h"
 #include "common/sysfs_discovery.h"
 #include "common/topology.h"
-#include "dra/claim_preparation.h"
+#include "dra/claim_rendering.h"
 #include "dra/resource_slice.h"
 #include "dra/v1/api.grpc.pb.h"
 #include "pluginregistration/v1/api.grpc.pb.h"

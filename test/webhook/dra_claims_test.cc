@@ -45,7 +45,7 @@ public:
     }
     return makeError("resourceclaims.resource.k8s.io \"" + source.claim_name + "\" not found");
   }
-  ClaimReader reader() {
+  ClaimSpecLookup lookup() {
     return [this](const std::string& ns, const PodClaimSource& source) { return read(ns, source); };
   }
   const std::vector<std::string>& reads() const { return reads_; }
@@ -114,7 +114,7 @@ TEST(DraClaims, ContainersUsingRdmaClaimsGetWhatRdmaContainersGet) {
   const json pod = readJson("trainer.pod.json");
   ApiObjects api;
   const ReviewOutcome outcome = reviewAdmission(test_support::podCreateReview(pod, kUid).dump(),
-                                                defaultWebhookPolicy(), api.reader());
+                                                defaultWebhookPolicy(), api.lookup());
   ASSERT_EQ(outcome.http_status, 200) << outcome.body;
   EXPECT_EQ(outcome.outcome, "mutated");
   EXPECT_TRUE(outcome.warnings.empty()) << outcome.warnings.front();
@@ -135,7 +135,7 @@ TEST(DraClaims, AClaimThatCannotBeReadLeavesItsContainersAloneWithAWarning) {
   pod["spec"]["resourceClaims"][1]["resourceClaimName"] = "gone";
   ApiObjects api;
   const ReviewOutcome outcome = reviewAdmission(test_support::podCreateReview(pod, kUid).dump(),
-                                                defaultWebhookPolicy(), api.reader());
+                                                defaultWebhookPolicy(), api.lookup());
   ASSERT_EQ(outcome.warnings.size(), 1u);
   EXPECT_EQ(outcome.warnings[0],
             "ResourceClaim gone not read: resourceclaims.resource.k8s.io \"gone\" not found");
@@ -159,13 +159,13 @@ TEST(DraClaims, NoClassesOrASkippedPodReadsNoClaim) {
   ApiObjects api;
   WebhookPolicy no_dra = defaultWebhookPolicy();
   no_dra.dra_device_classes.clear();
-  EXPECT_EQ(reviewAdmission(test_support::podCreateReview(pod, kUid).dump(), no_dra, api.reader())
+  EXPECT_EQ(reviewAdmission(test_support::podCreateReview(pod, kUid).dump(), no_dra, api.lookup())
                 .outcome,
             "unchanged");
   json opted_out = pod;
   opted_out["metadata"]["annotations"] = {{kInjectAnnotation, "false"}};
   EXPECT_EQ(reviewAdmission(test_support::podCreateReview(opted_out, kUid).dump(),
-                            defaultWebhookPolicy(), api.reader())
+                            defaultWebhookPolicy(), api.lookup())
                 .outcome,
             "skipped");
   EXPECT_TRUE(api.reads().empty());

@@ -14,7 +14,7 @@
 #include "test/plugin/test_files.h"
 #include "test/webhook/admission_test_support.h"
 #include "test/yaml_documents.h"
-#include "webhook/claim_reader.h"
+#include "webhook/claim_cache.h"
 #include "webhook/review.h"
 
 namespace kube_rdma {
@@ -110,7 +110,7 @@ protected:
   json admit(const json& pod) {
     json review = test_support::podCreateReview(pod, "5b0e3c1d-7a2f-4e69-9c8b-0d1e2f3a4b5c");
     review["request"]["namespace"] = pod["metadata"]["namespace"];
-    const ReviewOutcome outcome = reviewAdmission(review.dump(), policy_, cache_->reader());
+    const ReviewOutcome outcome = reviewAdmission(review.dump(), policy_, cache_->lookup());
     EXPECT_EQ(outcome.http_status, 200) << outcome.body;
     EXPECT_TRUE(outcome.warnings.empty()) << outcome.warnings.front();
     const json response = json::parse(outcome.body)["response"];

@@ -27,7 +27,7 @@ public:
   // spec.spec. Errors carry the API server's message.
   Result<nlohmann::json> read(const std::string& ns, const PodClaimSource& source);
 
-  ClaimReader reader() {
+  ClaimSpecLookup lookup() {
     return [this](const std::string& ns, const PodClaimSource& source) { return read(ns, source); };
   }
 

@@ -1,4 +1,4 @@
-#include "dra/claim_preparation.h"
+#include "dra/claim_rendering.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -26,15 +26,15 @@ Json claimJson(const std::string& file) {
   return Json::parse(readTestData(file));
 }
 
-class ClaimPreparation : public testing::Test {
+class ClaimRendering : public testing::Test {
 protected:
   NodeTopology topology_ = discoverFixture("a100-roce");
   TempDir dir_;
   PrepareContext context_ = testContext(dir_.path());
 };
 
-TEST_F(ClaimPreparation, AnswersThisDriversDevicesInTheNodesOrder) {
-  auto prepared = prepareClaim(claimJson("claim-two-nics.json"), kTwoNics, topology_, context_);
+TEST_F(ClaimRendering, AnswersThisDriversDevicesInTheNodesOrder) {
+  auto prepared = renderClaim(claimJson("claim-two-nics.json"), kTwoNics, topology_, context_);
   ASSERT_TRUE(prepared.ok()) << prepared.error().message;
   const std::string prefix = "rdma.kube-rdma.io/claim=" + kTwoNics.uid + "-";
   EXPECT_EQ(
@@ -46,13 +46,13 @@ TEST_F(ClaimPreparation, AnswersThisDriversDevicesInTheNodesOrder) {
 
 // A port shared by many claims (--share-ports) can come twice in one claim, each time with its
 // own shareID: the kubelet hears of both allocations, the container gets the port once.
-TEST_F(ClaimPreparation, ASharedPortAllocatedTwiceIsOneDeviceWithBothShareIds) {
+TEST_F(ClaimRendering, ASharedPortAllocatedTwiceIsOneDeviceWithBothShareIds) {
   Json claim = claimJson("claim-two-nics.json");
   Json& results = claim["status"]["allocation"]["devices"]["results"];
   results[1]["device"] = "pci-0000-13-00-0-p1";
   results[1]["shareID"] = "6f0c1e0a-0b6e-4a57-9d0f-3c2a1b4d5e6f";
   results[2]["shareID"] = "0d9e8f7a-6b5c-4d3e-8f1a-2b3c4d5e6f70";
-  auto prepared = prepareClaim(claim, kTwoNics, topology_, context_);
+  auto prepared = renderClaim(claim, kTwoNics, topology_, context_);
   ASSERT_TRUE(prepared.ok()) << prepared.error().message;
   const std::string id = "rdma.kube-rdma.io/claim=" + kTwoNics.uid + "-pci-0000-13-00-0-p1";
   EXPECT_EQ(prepared->devices,
@@ -64,8 +64,8 @@ TEST_F(ClaimPreparation, ASharedPortAllocatedTwiceIsOneDeviceWithBothShareIds) {
   EXPECT_THAT(prepared->files[0].content, HasSubstr("NCCL_IB_HCA==mlx5_1:1\n"));
 }
 
-TEST_F(ClaimPreparation, TheCdiSpecHasTheDevicesTheHookAndTheMountButNoNcclVariable) {
-  auto prepared = prepareClaim(claimJson("claim-two-nics.json"), kTwoNics, topology_, context_);
+TEST_F(ClaimRendering, TheCdiSpecHasTheDevicesTheHookAndTheMountButNoNcclVariable) {
+  auto prepared = renderClaim(claimJson("claim-two-nics.json"), kTwoNics, topology_, context_);
   ASSERT_TRUE(prepared.ok()) << prepared.error().message;
   ASSERT_EQ(prepared->files.size(), 2u);
   const ClaimFile& spec_file = prepared->files[1];
@@ -99,8 +99,8 @@ TEST_F(ClaimPreparation, TheCdiSpecHasTheDevicesTheHookAndTheMountButNoNcclVaria
               testing::Contains("--memlock=17179869184"));
 }
 
-TEST_F(ClaimPreparation, TheNcclConfCarriesExactlyTheClaimsPortsAndTheMergedConfig) {
-  auto prepared = prepareClaim(claimJson("claim-two-nics.json"), kTwoNics, topology_, context_);
+TEST_F(ClaimRendering, TheNcclConfCarriesExactlyTheClaimsPortsAndTheMergedConfig) {
+  auto prepared = renderClaim(claimJson("claim-two-nics.json"), kTwoNics, topology_, context_);
   ASSERT_TRUE(prepared.ok()) << prepared.error().message;
   const ClaimFile& conf = prepared->files[0];
   EXPECT_EQ(conf.path, context_.state_dir + "/nccl-claim-" + kTwoNics.uid + ".conf");
@@ -122,8 +122,8 @@ TEST_F(ClaimPreparation, TheNcclConfCarriesExactlyTheClaimsPortsAndTheMergedConf
   EXPECT_EQ(value("KUBE_RDMA_DEVICES"), "<unset>");
 }
 
-TEST_F(ClaimPreparation, ABadRdmaConfigNamesItsJsonPath) {
-  auto prepared = prepareClaim(claimJson("claim-bad-config.json"), kBadConfig, topology_, context_);
+TEST_F(ClaimRendering, ABadRdmaConfigNamesItsJsonPath) {
+  auto prepared = renderClaim(claimJson("claim-bad-config.json"), kBadConfig, topology_, context_);
   ASSERT_FALSE(prepared.ok());
   EXPECT_THAT(prepared.error().message,
               HasSubstr("status.allocation.devices.config[1].opaque.parameters.gidIndex: "));
@@ -135,41 +135,41 @@ TEST_F(ClaimPreparation, ABadRdmaConfigNamesItsJsonPath) {
                         "unknown key"));
 }
 
-TEST_F(ClaimPreparation, AUidOtherThanTheKubeletsIsAnError) {
+TEST_F(ClaimRendering, AUidOtherThanTheKubeletsIsAnError) {
   ClaimRef other = kTwoNics;
   other.uid = "00000000-0000-4000-8000-000000000000";
-  auto prepared = prepareClaim(claimJson("claim-two-nics.json"), other, topology_, context_);
+  auto prepared = renderClaim(claimJson("claim-two-nics.json"), other, topology_, context_);
   ASSERT_FALSE(prepared.ok());
   EXPECT_THAT(prepared.error().message, HasSubstr("has metadata.uid \"" + kTwoNics.uid + "\""));
 }
 
-TEST_F(ClaimPreparation, AnUnallocatedClaimOrAnUnknownDeviceIsAnError) {
+TEST_F(ClaimRendering, AnUnallocatedClaimOrAnUnknownDeviceIsAnError) {
   Json claim = claimJson("claim-two-nics.json");
   Json unallocated = claim;
   unallocated["status"].erase("allocation");
-  auto prepared = prepareClaim(unallocated, kTwoNics, topology_, context_);
+  auto prepared = renderClaim(unallocated, kTwoNics, topology_, context_);
   ASSERT_FALSE(prepared.ok());
   EXPECT_THAT(prepared.error().message, HasSubstr("not allocated"));
 
   claim["status"]["allocation"]["devices"]["results"][2]["device"] = "pci-0000-0c-00-0-p1";
-  prepared = prepareClaim(claim, kTwoNics, topology_, context_);
+  prepared = renderClaim(claim, kTwoNics, topology_, context_);
   ASSERT_FALSE(prepared.ok()); // mlx5_0, the management NIC, is not published
   EXPECT_THAT(prepared.error().message,
               HasSubstr("status.allocation.devices.results[2].device \"pci-0000-0c-00-0-p1\""));
 }
 
-TEST_F(ClaimPreparation, AClaimOfAnotherNodesPoolIsAnError) {
+TEST_F(ClaimRendering, AClaimOfAnotherNodesPoolIsAnError) {
   context_.node_name = "gpu-node-2";
-  auto prepared = prepareClaim(claimJson("claim-two-nics.json"), kTwoNics, topology_, context_);
+  auto prepared = renderClaim(claimJson("claim-two-nics.json"), kTwoNics, topology_, context_);
   ASSERT_FALSE(prepared.ok());
   EXPECT_THAT(prepared.error().message, HasSubstr("no device of driver rdma.kube-rdma.io"));
 }
 
-TEST_F(ClaimPreparation, TurningNcclConfOffLeavesNoMount) {
+TEST_F(ClaimRendering, TurningNcclConfOffLeavesNoMount) {
   Json claim = claimJson("claim-two-nics.json");
   claim["status"]["allocation"]["devices"]["config"][2]["opaque"]["parameters"]["ncclConf"] = {
       {"enabled", false}};
-  auto prepared = prepareClaim(claim, kTwoNics, topology_, context_);
+  auto prepared = renderClaim(claim, kTwoNics, topology_, context_);
   ASSERT_TRUE(prepared.ok()) << prepared.error().message;
   ASSERT_EQ(prepared->files.size(), 1u);
   EXPECT_FALSE(Json::parse(prepared->files[0].content)["containerEdits"].contains("mounts"));

@@ -70,7 +70,7 @@ std::string claimNcclConfPath(const std::string& state_dir, const std::string& u
 //   No NCCL_* variable: a CDI env edit would replace the pod's own value (docs/dra.md).
 // - the nccl.conf with the NCCL settings of exactly the claim's ports (computeNcclSettings).
 // Errors say what is wrong with the claim; a bad RdmaConfig names its JSON path.
-Result<PreparedClaim> prepareClaim(const nlohmann::json& claim, const ClaimRef& ref,
-                                   const NodeTopology& topology, const PrepareContext& context);
+Result<PreparedClaim> renderClaim(const nlohmann::json& claim, const ClaimRef& ref,
+                                  const NodeTopology& topology, const PrepareContext& context);
 
 } // namespace kube_rdma

@@ -1,4 +1,4 @@
-#include "dra/claim_preparation.h"
+#include "dra/claim_rendering.h"
 
 #include <algorithm>
 
@@ -151,8 +151,8 @@ std::string claimNcclConfPath(const std::string& state_dir, const std::string& u
   return state_dir + "/nccl-claim-" + uid + ".conf";
 }
 
-Result<PreparedClaim> prepareClaim(const nlohmann::json& claim, const ClaimRef& ref,
-                                   const NodeTopology& topology, const PrepareContext& context) {
+Result<PreparedClaim> renderClaim(const nlohmann::json& claim, const ClaimRef& ref,
+                                  const NodeTopology& topology, const PrepareContext& context) {
   const std::string what = "ResourceClaim " + ref.namespace_name + "/" + ref.name;
   if (!isUid(ref.uid)) {
     return makeError(what + ": the kubelet's claim UID \"" + ref.uid +

@@ -1,4 +1,4 @@
-#include "rpc/metrics_server.h"
+#include "http/metrics_server.h"
 
 #include <httplib.h>
 #include <sys/socket.h>

@@ -1,6 +1,6 @@
 // The webhook's reads of resource claims from the API-server simulator over real TLS: claim and
 // template specs, the API's error passed on, the cache and its expiry, and a whole review.
-#include "webhook/claim_reader.h"
+#include "webhook/claim_cache.h"
 
 #include <gtest/gtest.h>
 
@@ -29,7 +29,7 @@ json readDra(const std::string& file) {
   return json::parse(text.str());
 }
 
-class ClaimReaderTest : public testing::Test {
+class ClaimCacheTest : public testing::Test {
 protected:
   void SetUp() override {
     ASSERT_EQ(makeTestCertificates(dir_.path(), {"apiserver"}), "");
@@ -56,7 +56,7 @@ protected:
   std::unique_ptr<ClaimCache> cache_;
 };
 
-TEST_F(ClaimReaderTest, ReadsTheSpecOfAClaimAndOfATemplate) {
+TEST_F(ClaimCacheTest, ReadsTheSpecOfAClaimAndOfATemplate) {
   Result<json> from_template = cache_->read("training", {"gpu-nic", "", "gpu-and-nic"});
   ASSERT_TRUE(from_template.ok()) << from_template.error().message;
   EXPECT_EQ(*from_template, readDra("gpu-and-nic.template.json")["spec"]["spec"]);
@@ -65,7 +65,7 @@ TEST_F(ClaimReaderTest, ReadsTheSpecOfAClaimAndOfATemplate) {
   EXPECT_EQ(*claim, readDra("shared-nics.claim.json")["spec"]);
 }
 
-TEST_F(ClaimReaderTest, TheApiServersMessageIsPassedOn) {
+TEST_F(ClaimCacheTest, TheApiServersMessageIsPassedOn) {
   Result<json> missing = cache_->read("training", {"x", "no-such-claim", ""});
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(
@@ -78,7 +78,7 @@ TEST_F(ClaimReaderTest, TheApiServersMessageIsPassedOn) {
   EXPECT_NE(refused.error().message.find("401"), std::string::npos) << refused.error().message;
 }
 
-TEST_F(ClaimReaderTest, AnAnswerIsKeptForItsTtlAndAnErrorIsNot) {
+TEST_F(ClaimCacheTest, AnAnswerIsKeptForItsTtlAndAnErrorIsNot) {
   const PodClaimSource source{"gpu-nic", "", "gpu-and-nic"};
   ASSERT_TRUE(cache_->read("training", source).ok());
   const size_t after_first = simulator_->requestCount();
@@ -96,11 +96,11 @@ TEST_F(ClaimReaderTest, AnAnswerIsKeptForItsTtlAndAnErrorIsNot) {
   EXPECT_TRUE(cache_->read("training", late).ok()) << "a claim made after a miss is found";
 }
 
-TEST_F(ClaimReaderTest, AReviewReadsThePodsClaimsFromTheApiServer) {
+TEST_F(ClaimCacheTest, AReviewReadsThePodsClaimsFromTheApiServer) {
   const json pod = readDra("trainer.pod.json");
   const ReviewOutcome outcome = reviewAdmission(
       test_support::podCreateReview(pod, "c1a2b3c4-d5e6-4f70-8192-a3b4c5d6e7f8").dump(),
-      defaultWebhookPolicy(), cache_->reader());
+      defaultWebhookPolicy(), cache_->lookup());
   EXPECT_EQ(outcome.outcome, "mutated");
   EXPECT_TRUE(outcome.warnings.empty()) << outcome.warnings.front();
   EXPECT_EQ(outcome.applied, (std::set<std::string>{"env", "ipc-lock", "shm"}));

@@ -1,4 +1,4 @@
-#include "webhook/claim_reader.h"
+#include "webhook/claim_cache.h"
 
 #include "kubeclient/api_paths.h"
 
