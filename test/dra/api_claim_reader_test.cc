@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "test/dra/dra_test_support.h"
-#include "test/dra/simulated_api.h"
+#include "test/apiserver/simulated_api.h"
 
 namespace kube_rdma {
 namespace {

@@ -28,7 +28,7 @@
 
 #include "dra/v1/api.grpc.pb.h"
 #include "test/dra/dra_test_support.h"
-#include "test/dra/simulated_api.h"
+#include "test/apiserver/simulated_api.h"
 #include "test/plugin/bench_support.h"
 #include "test/plugin/plugin_process.h"
 

@@ -19,7 +19,7 @@
 #include "dra/v1/api.grpc.pb.h"
 #include "pluginregistration/v1/api.grpc.pb.h"
 #include "test/dra/dra_test_support.h"
-#include "test/dra/simulated_api.h"
+#include "test/apiserver/simulated_api.h"
 #include "test/nfd_feature_reader.h"
 #include "test/plugin/plugin_process.h"
 #include "test/webhook/eventually.h"

@@ -9,7 +9,7 @@
 
 #include "dra/resource_slice.h"
 #include "test/dra/dra_test_support.h"
-#include "test/dra/simulated_api.h"
+#include "test/apiserver/simulated_api.h"
 #include "test/webhook/eventually.h"
 
 namespace kube_rdma {

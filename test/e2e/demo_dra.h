@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "test/dra/simulated_api.h"
+#include "test/apiserver/simulated_api.h"
 #include "test/e2e/demo_console.h"
 #include "test/e2e/demo_report.h"
 

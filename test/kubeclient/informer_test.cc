@@ -8,17 +8,13 @@
 #include <sstream>
 #include <thread>
 
-#include "test/apiserver/api_server_simulator.h"
-#include "test/plugin/temp_dir.h"
+#include "test/apiserver/simulated_api.h"
 #include "test/webhook/eventually.h"
-#include "test/webhook/test_certificates.h"
 
 namespace kube_rdma {
 namespace {
 
 using json = nlohmann::json;
-
-constexpr const char* kToken = "informer-token";
 
 std::string slicesPath() {
   return *collectionPath(kResourceSlices, "");
@@ -37,29 +33,17 @@ json slice(const std::string& name, const std::string& node, int generation = 1)
 class InformerTest : public ::testing::Test {
 protected:
   void SetUp() override {
-    ASSERT_EQ(makeTestCertificates(dir_.path(), {"apiserver"}), "");
-    simulator_ = std::make_unique<ApiServerSimulator>(SimulatorTls{
-        dir_.path() + "/apiserver.crt", dir_.path() + "/apiserver.key", dir_.path() + "/ca.crt"});
-    ASSERT_TRUE(simulator_->start());
-    simulator_->addToken(kToken, "system:serviceaccount:kube-rdma:rdma-dra-driver");
-    ApiConfig config;
-    config.server = simulator_->url();
-    config.ca_pem = *readWholeFile(dir_.path() + "/ca.crt");
-    config.token = kToken;
     // No kept-alive connection: the simulator's stop() would wait for the idle one to time out.
     ClientOptions options;
     options.max_idle_connections = 0;
-    Result<ApiClientPtr> made =
-        ApiClient::fromConfig(config, options, std::make_shared<RealClock>());
-    ASSERT_TRUE(made) << made.error().message;
-    api_ = std::move(*made);
+    ASSERT_EQ(api_.start("system:serviceaccount:kube-rdma:rdma-dra-driver", options), "");
   }
 
   std::unique_ptr<Informer> informer(const std::string& field_selector = "spec.nodeName=node-a") {
     InformerOptions options;
     options.selectors.field_selector = field_selector;
     options.backoff = {std::chrono::milliseconds(10), std::chrono::milliseconds(50), 2.0, 1.0};
-    return std::make_unique<Informer>(*api_, slicesPath(), options, logger_, clock_,
+    return std::make_unique<Informer>(api_.api(), slicesPath(), options, logger_, clock_,
                                       [this] { ++changes_; });
   }
 
@@ -70,9 +54,7 @@ protected:
     return found == objects.end() ? -1 : found->second["spec"]["pool"]["generation"].get<int>();
   }
 
-  TempDir dir_;
-  std::unique_ptr<ApiServerSimulator> simulator_;
-  ApiClientPtr api_;
+  SimulatedApi api_;
   std::ostringstream log_;
   Logger logger_{log_};
   RealClock clock_;
@@ -80,19 +62,19 @@ protected:
 };
 
 TEST_F(InformerTest, ListsThenFollowsChangesOfTheSelectedObjectsOnly) {
-  simulator_->put("resourceslices", slice("a", "node-a"));
-  simulator_->put("resourceslices", slice("elsewhere", "node-b"));
+  api_.simulator().put("resourceslices", slice("a", "node-a"));
+  api_.simulator().put("resourceslices", slice("elsewhere", "node-b"));
   auto watched = informer();
   watched->start();
   ASSERT_TRUE(eventually([&] { return watched->status().synced; })) << log_.str();
   EXPECT_EQ(generationIn(*watched, "a"), 1);
   EXPECT_EQ(generationIn(*watched, "elsewhere"), -1);
 
-  simulator_->put("resourceslices", slice("a", "node-a", 2));
-  simulator_->put("resourceslices", slice("b", "node-a"));
+  api_.simulator().put("resourceslices", slice("a", "node-a", 2));
+  api_.simulator().put("resourceslices", slice("b", "node-a"));
   ASSERT_TRUE(eventually([&] { return generationIn(*watched, "a") == 2; })) << log_.str();
   ASSERT_TRUE(eventually([&] { return generationIn(*watched, "b") == 1; }));
-  ASSERT_TRUE(simulator_->remove("resourceslices", "", "a"));
+  ASSERT_TRUE(api_.simulator().remove("resourceslices", "", "a"));
   ASSERT_TRUE(eventually([&] { return generationIn(*watched, "a") == -1; }));
   EXPECT_GE(changes_.load(), 4); // the list, two changes, the delete
   const InformerStatus status = watched->status();
@@ -105,33 +87,33 @@ TEST_F(InformerTest, WhileNothingChangesItSendsNoRequest) {
   auto watched = informer();
   watched->start();
   // The LIST and the WATCH reached the server.
-  ASSERT_TRUE(eventually([&] { return simulator_->requestCount() == 2; }));
-  const size_t requests = simulator_->requestCount();
+  ASSERT_TRUE(eventually([&] { return api_.simulator().requestCount() == 2; }));
+  const size_t requests = api_.simulator().requestCount();
   // A poller with any period under 200 ms would have asked again by now.
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  EXPECT_EQ(simulator_->requestCount(), requests);
+  EXPECT_EQ(api_.simulator().requestCount(), requests);
 }
 
 TEST_F(InformerTest, ACompactedHistoryMeansListingAgain) {
-  simulator_->failNext(1, 500); // the first LIST fails and is retried
+  api_.simulator().failNext(1, 500); // the first LIST fails and is retried
   InformerOptions options;
   options.selectors.field_selector = "spec.nodeName=node-a";
   options.backoff = {std::chrono::milliseconds(10), std::chrono::milliseconds(50), 2.0, 1.0};
   options.min_watch_timeout = std::chrono::seconds(1);
-  Informer watched(*api_, slicesPath(), options, logger_, clock_, [] {});
+  Informer watched(api_.api(), slicesPath(), options, logger_, clock_, [] {});
   watched.start();
   ASSERT_TRUE(eventually([&] { return watched.status().synced; })) << log_.str();
   EXPECT_NE(log_.str().find("HTTP 500"), std::string::npos) << log_.str();
   // A change elsewhere moves the server on and compaction forgets it. The watch, ended by its
   // timeout, comes back from the list's version: 410 Expired, so the informer lists again.
-  simulator_->put("resourceslices", slice("elsewhere", "node-b"));
-  simulator_->compactHistory();
+  api_.simulator().put("resourceslices", slice("elsewhere", "node-b"));
+  api_.simulator().compactHistory();
   ASSERT_TRUE(eventually([&] { return watched.status().lists == 2; })) << log_.str();
   EXPECT_NE(log_.str().find("too old; listing again"), std::string::npos) << log_.str();
 }
 
 TEST_F(InformerTest, ThrottlingIsWaitedOutForTheServersRetryAfter) {
-  simulator_->failNext(1, 429); // Retry-After: 1
+  api_.simulator().failNext(1, 429); // Retry-After: 1
   auto watched = informer();
   const auto began = std::chrono::steady_clock::now();
   watched->start();
@@ -142,11 +124,11 @@ TEST_F(InformerTest, ThrottlingIsWaitedOutForTheServersRetryAfter) {
 }
 
 TEST_F(InformerTest, AnUnreachableServerIsReportedAndTheCopyKept) {
-  simulator_->put("resourceslices", slice("a", "node-a"));
+  api_.simulator().put("resourceslices", slice("a", "node-a"));
   auto watched = informer();
   watched->start();
   ASSERT_TRUE(eventually([&] { return watched->status().watches == 1; }));
-  simulator_->stop(); // the open watch ends; the next one finds nobody listening
+  api_.simulator().stop(); // the open watch ends; the next one finds nobody listening
   ASSERT_TRUE(eventually([&] { return !watched->status().connected; })) << log_.str();
   const InformerStatus status = watched->status();
   EXPECT_TRUE(status.disconnected_since.has_value());
@@ -157,15 +139,15 @@ TEST_F(InformerTest, AnUnreachableServerIsReportedAndTheCopyKept) {
 }
 
 TEST_F(InformerTest, AnEventOlderThanARememberedWriteDoesNotUndoIt) {
-  simulator_->put("resourceslices", slice("a", "node-a"));
+  api_.simulator().put("resourceslices", slice("a", "node-a"));
   auto watched = informer();
   watched->start();
   ASSERT_TRUE(eventually([&] { return watched->status().synced; }));
   json written = slice("a", "node-a", 5);
-  written["metadata"]["resourceVersion"] = std::to_string(simulator_->resourceVersion() + 100);
+  written["metadata"]["resourceVersion"] = std::to_string(api_.simulator().resourceVersion() + 100);
   watched->remember(written);
-  simulator_->put("resourceslices", slice("a", "node-a", 3)); // an event at a lower version
-  simulator_->put("resourceslices", slice("b", "node-a"));    // and one to know it was seen
+  api_.simulator().put("resourceslices", slice("a", "node-a", 3)); // an event at a lower version
+  api_.simulator().put("resourceslices", slice("b", "node-a"));    // and one to know it was seen
   ASSERT_TRUE(eventually([&] { return generationIn(*watched, "b") == 1; }));
   EXPECT_EQ(generationIn(*watched, "a"), 5);
   watched->forget("a");

@@ -8,19 +8,15 @@
 #include <fstream>
 #include <sstream>
 
-#include "test/apiserver/api_server_simulator.h"
+#include "test/apiserver/simulated_api.h"
 #include "test/fakes/fake_clock.h"
-#include "test/plugin/temp_dir.h"
 #include "test/webhook/admission_test_support.h"
-#include "test/webhook/test_certificates.h"
 #include "webhook/review.h"
 
 namespace kube_rdma {
 namespace {
 
 using nlohmann::json;
-
-constexpr const char* kToken = "webhook-token";
 
 json readDra(const std::string& file) {
   std::ifstream in(std::filesystem::path(KUBE_RDMA_WEBHOOK_TESTDATA) / "dra" / file);
@@ -32,27 +28,14 @@ json readDra(const std::string& file) {
 class ClaimCacheTest : public testing::Test {
 protected:
   void SetUp() override {
-    ASSERT_EQ(makeTestCertificates(dir_.path(), {"apiserver"}), "");
-    simulator_ = std::make_unique<ApiServerSimulator>(SimulatorTls{
-        dir_.path() + "/apiserver.crt", dir_.path() + "/apiserver.key", dir_.path() + "/ca.crt"});
-    ASSERT_TRUE(simulator_->start());
-    simulator_->addToken(kToken, "system:serviceaccount:kube-rdma:rdma-webhook");
-    simulator_->put("resourceclaimtemplates", readDra("gpu-and-nic.template.json"));
-    simulator_->put("resourceclaims", readDra("shared-nics.claim.json"));
-    ApiConfig config;
-    config.server = simulator_->url();
-    config.ca_pem = *readWholeFile(dir_.path() + "/ca.crt");
-    config.token = kToken;
-    Result<ApiClientPtr> api = ApiClient::fromConfig(config, {}, clock_);
-    ASSERT_TRUE(api.ok()) << api.error().message;
-    api_ = std::move(*api);
-    cache_ = std::make_unique<ClaimCache>(*api_, clock_, std::chrono::seconds(30));
+    ASSERT_EQ(api_.start("system:serviceaccount:kube-rdma:rdma-webhook", {}, clock_), "");
+    api_.simulator().put("resourceclaimtemplates", readDra("gpu-and-nic.template.json"));
+    api_.simulator().put("resourceclaims", readDra("shared-nics.claim.json"));
+    cache_ = std::make_unique<ClaimCache>(api_.api(), clock_, std::chrono::seconds(30));
   }
 
-  TempDir dir_;
   std::shared_ptr<FakeClock> clock_ = std::make_shared<FakeClock>();
-  std::unique_ptr<ApiServerSimulator> simulator_;
-  ApiClientPtr api_;
+  SimulatedApi api_;
   std::unique_ptr<ClaimCache> cache_;
 };
 
@@ -72,7 +55,7 @@ TEST_F(ClaimCacheTest, TheApiServersMessageIsPassedOn) {
       missing.error().message.find("resourceclaims.resource.k8s.io \"no-such-claim\" not found"),
       std::string::npos)
       << missing.error().message;
-  simulator_->removeToken(kToken);
+  api_.simulator().removeToken(kSimulatedApiToken);
   Result<json> refused = cache_->read("training", {"gpu-nic", "", "gpu-and-nic"});
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.error().message.find("401"), std::string::npos) << refused.error().message;
@@ -81,18 +64,18 @@ TEST_F(ClaimCacheTest, TheApiServersMessageIsPassedOn) {
 TEST_F(ClaimCacheTest, AnAnswerIsKeptForItsTtlAndAnErrorIsNot) {
   const PodClaimSource source{"gpu-nic", "", "gpu-and-nic"};
   ASSERT_TRUE(cache_->read("training", source).ok());
-  const size_t after_first = simulator_->requestCount();
+  const size_t after_first = api_.simulator().requestCount();
   ASSERT_TRUE(cache_->read("training", source).ok());
-  EXPECT_EQ(simulator_->requestCount(), after_first) << "read again within the TTL";
+  EXPECT_EQ(api_.simulator().requestCount(), after_first) << "read again within the TTL";
   clock_->advance(std::chrono::seconds(31));
   ASSERT_TRUE(cache_->read("training", source).ok());
-  EXPECT_EQ(simulator_->requestCount(), after_first + 1);
+  EXPECT_EQ(api_.simulator().requestCount(), after_first + 1);
 
   const PodClaimSource late{"late", "late-claim", ""};
   EXPECT_FALSE(cache_->read("training", late).ok());
   json claim = readDra("shared-nics.claim.json");
   claim["metadata"]["name"] = "late-claim";
-  simulator_->put("resourceclaims", claim);
+  api_.simulator().put("resourceclaims", claim);
   EXPECT_TRUE(cache_->read("training", late).ok()) << "a claim made after a miss is found";
 }
 

@@ -10,7 +10,7 @@
 
 #include "common/clock.h"
 #include "webhook/policy.h"
-#include "test/dra/simulated_api.h"
+#include "test/apiserver/simulated_api.h"
 #include "test/plugin/test_files.h"
 #include "test/webhook/admission_test_support.h"
 #include "test/yaml_documents.h"

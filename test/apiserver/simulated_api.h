@@ -12,13 +12,16 @@
 
 namespace kube_rdma {
 
-inline constexpr const char* kDriverToken = "dra-driver-token";
+inline constexpr const char* kSimulatedApiToken = "simulated-api-token";
 
-// The API-server simulator over real TLS with a token for the driver, and a client of it.
+// The API-server simulator over real TLS with a token for one user (by default the DRA driver's
+// service account), and a client of it.
 class SimulatedApi {
 public:
   // Empty when it runs; else what failed.
-  std::string start() {
+  std::string start(const std::string& user = "system:serviceaccount:kube-rdma:rdma-dra-driver",
+                    const ClientOptions& options = {},
+                    ClockPtr clock = std::make_shared<RealClock>()) {
     if (std::string failed = makeTestCertificates(dir_.path(), {"apiserver"}); !failed.empty()) {
       return failed;
     }
@@ -27,8 +30,8 @@ public:
     if (Status started = simulator_->start(); !started.ok()) {
       return started.error().message;
     }
-    simulator_->addToken(kDriverToken, "system:serviceaccount:kube-rdma:rdma-dra-driver");
-    Result<ApiClientPtr> api = ApiClient::fromConfig(config(), {}, std::make_shared<RealClock>());
+    simulator_->addToken(kSimulatedApiToken, user);
+    Result<ApiClientPtr> api = ApiClient::fromConfig(config(), options, std::move(clock));
     if (!api.ok()) {
       return api.error().message;
     }
@@ -40,7 +43,7 @@ public:
     ApiConfig config;
     config.server = simulator_->url();
     config.ca_pem = *readWholeFile(dir_.path() + "/ca.crt");
-    config.token = kDriverToken;
+    config.token = kSimulatedApiToken;
     return config;
   }
 
@@ -50,7 +53,8 @@ public:
     std::ofstream(path) << "apiVersion: v1\nkind: Config\ncurrent-context: sim\n"
                         << "clusters:\n- name: sim\n  cluster:\n    server: " << simulator_->url()
                         << "\n    certificate-authority: " << dir_.path() << "/ca.crt\n"
-                        << "users:\n- name: driver\n  user:\n    token: " << kDriverToken << "\n"
+                        << "users:\n- name: driver\n  user:\n    token: " << kSimulatedApiToken
+                        << "\n"
                         << "contexts:\n- name: sim\n  context:\n    cluster: sim\n"
                         << "    user: driver\n";
     return path;
