@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cstdint>
 
+#include "common/listen_address.h"
 #include "common/strings.h"
 
 namespace kube_rdma {
@@ -75,6 +76,40 @@ void addLogFormatOption(CLI::App& app, LogFormat& format) {
   addCheckedOption(app, "--log-format", std::move(store),
                    "log lines as text or json (default text)")
       ->type_name("FORMAT");
+}
+
+void addNodeRootOptions(CLI::App& app, std::string& sysfs_root, std::string& proc_root,
+                        std::string& dev_root) {
+  const auto root = [&app](const std::string& name, std::string& field, const std::string& about) {
+    addCheckedOption(
+        app, name,
+        [&field](const std::string& text) -> std::string {
+          if (text.empty()) {
+            return "needs a directory";
+          }
+          field = text;
+          return "";
+        },
+        about + " (default " + field + ")")
+        ->type_name("DIR");
+  };
+  root("--sysfs-root", sysfs_root, "sysfs to read");
+  root("--proc-root", proc_root, "procfs to read: the default route, modules, limits");
+  root("--dev-root", dev_root, "where /dev/infiniband nodes are checked");
+}
+
+void addMetricsAddressOption(CLI::App& app, std::string& address, const std::string& description) {
+  addCheckedOption(
+      app, "--metrics-address",
+      [&address](const std::string& text) -> std::string {
+        if (Result<ListenAddress> parsed = parseListenAddress(text); !parsed) {
+          return parsed.error().message;
+        }
+        address = text;
+        return "";
+      },
+      description)
+      ->type_name("HOST:PORT");
 }
 
 void addDiscoveryOption(CLI::App& app, DiscoveryBackend& backend) {

@@ -43,6 +43,16 @@ CLI::Option* addDurationOption(CLI::App& app, const std::string& name,
 // Adds --log-format text|json, the daemons' log line format.
 void addLogFormatOption(CLI::App& app, LogFormat& format);
 
+// Adds --sysfs-root, --proc-root and --dev-root DIR: where the program reads the node (a DaemonSet
+// mounts the host's under /host). What a container is given always names the host's /dev paths.
+// An empty value is refused.
+void addNodeRootOptions(CLI::App& app, std::string& sysfs_root, std::string& proc_root,
+                        std::string& dev_root);
+
+// Adds --metrics-address HOST:PORT, checked as the address to listen on (parseListenAddress):
+// where /metrics and the probes are served over plain HTTP; `address` keeps "" (off) unless given.
+void addMetricsAddressOption(CLI::App& app, std::string& address, const std::string& description);
+
 // Adds --discovery sysfs|verbs|auto, the discovery backend (docs/discovery.md).
 void addDiscoveryOption(CLI::App& app, DiscoveryBackend& backend);
 

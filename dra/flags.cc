@@ -20,11 +20,7 @@ Result<DraFlags> parseDraFlags(const std::vector<std::string>& args,
   app->add_option("--kubeconfig", flags.kubeconfig,
                   "how to reach the API server (default: the pod's service account)")
       ->type_name("FILE");
-  app->add_option("--sysfs-root", flags.sysfs_root, "sysfs to read")->type_name("DIR");
-  app->add_option("--proc-root", flags.proc_root, "procfs to read")->type_name("DIR");
-  app->add_option("--dev-root", flags.dev_root,
-                  "where device nodes are checked; CDI specs always name host paths under /dev")
-      ->type_name("DIR");
+  addNodeRootOptions(*app, flags.sysfs_root, flags.proc_root, flags.dev_root);
   app->add_option("--plugin-registry-dir", flags.plugin_registry_dir,
                   "the kubelet's plugin watcher directory (registration socket)")
       ->type_name("DIR");
@@ -33,9 +29,8 @@ Result<DraFlags> parseDraFlags(const std::vector<std::string>& args,
   app->add_option("--cdi-dir", flags.cdi_dir, "where the per-claim CDI specs go")->type_name("DIR");
   app->add_option("--state-dir", flags.state_dir, "the checkpoint and the claims' nccl.conf files")
       ->type_name("DIR");
-  app->add_option("--metrics-address", flags.metrics_address,
-                  "serve /metrics and /healthz (default: off)")
-      ->type_name("HOST:PORT");
+  addMetricsAddressOption(*app, flags.metrics_address,
+                          "serve /metrics, /healthz and /readyz (default: off)");
   addDurationOption(
       *app, "--health-timeout", std::chrono::milliseconds(100), std::chrono::hours(24),
       [&flags](std::chrono::milliseconds d) {

@@ -7,6 +7,7 @@
 #include <iostream>
 #include <optional>
 
+#include "common/process_start.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/metrics.h"
@@ -180,22 +181,12 @@ int main(int argc, char** argv) {
   const char* node_name_env = std::getenv("NODE_NAME");
   auto flags = parseDraFlags(std::vector<std::string>(argv + 1, argv + argc),
                              node_name_env != nullptr ? node_name_env : "");
-  if (!flags) {
-    std::cerr << "rdma-dra-driver: " << flags.error().message << " (see --help)\n";
-    return 2;
+  if (const std::optional<int> code = exitBeforeRunning("rdma-dra-driver", flags)) {
+    return *code;
   }
-  if (!flags->exit_message.empty()) {
-    std::cout << flags->exit_message;
-    return 0;
-  }
-  // SIGTERM and SIGINT are taken by the main thread with sigtimedwait; block them before any
-  // other thread (gRPC's, the publisher's) exists so that none of those receives them.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  signal(SIGPIPE, SIG_IGN);
+  // SIGTERM and SIGINT are taken by the main thread with sigtimedwait, before gRPC's and the
+  // publisher's threads exist.
+  const sigset_t signals = takeStopSignals();
   Logger logger(std::cerr, flags->log_format);
   return run(*flags, signals, logger);
 }

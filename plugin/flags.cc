@@ -12,12 +12,8 @@ Result<PluginFlags> parsePluginFlags(const std::vector<std::string>& args) {
                   "pools and NCCL options (JSON); default: rdma/hca (InfiniBand) and rdma/shared "
                   "(RoCE), both shared, management NIC and VFs left out")
       ->type_name("FILE");
-  app->add_option("--sysfs-root", flags.sysfs_root, "sysfs to read")->type_name("DIR");
-  app->add_option("--proc-root", flags.proc_root, "procfs to read")->type_name("DIR");
+  addNodeRootOptions(*app, flags.sysfs_root, flags.proc_root, flags.dev_root);
   addDiscoveryOption(*app, flags.discovery);
-  app->add_option("--dev-root", flags.dev_root,
-                  "where device nodes are checked; containers always get host paths under /dev")
-      ->type_name("DIR");
   app->add_option("--device-plugin-dir", flags.device_plugin_dir, "the kubelet's plugin sockets")
       ->type_name("DIR");
   app->add_option("--plugin-registry-dir", flags.plugin_registry_dir,
@@ -26,9 +22,8 @@ Result<PluginFlags> parsePluginFlags(const std::vector<std::string>& args) {
       ->type_name("DIR");
   app->add_option("--state-dir", flags.state_dir, "topology.json and nccl.conf files")
       ->type_name("DIR");
-  app->add_option("--metrics-address", flags.metrics_address,
-                  "serve /metrics and /healthz (default: off)")
-      ->type_name("HOST:PORT");
+  addMetricsAddressOption(*app, flags.metrics_address,
+                          "serve /metrics and /healthz (default: off)");
   app->add_option("--node-name", flags.node_name, "for logs")->type_name("NAME");
   addLogFormatOption(*app, flags.log_format);
   const auto kMinimum = std::chrono::milliseconds(1);

@@ -6,6 +6,7 @@
 #include <stop_token>
 #include <thread>
 
+#include "common/process_start.h"
 #include "common/file_watcher.h"
 #include "common/log.h"
 #include "common/metrics.h"
@@ -20,22 +21,12 @@ int main(int argc, char** argv) {
   // Before any thread exists.
   mallopt(M_ARENA_MAX, 1);
   auto flags = parsePluginFlags(std::vector<std::string>(argv + 1, argv + argc));
-  if (!flags) {
-    std::cerr << "rdma-device-plugin: " << flags.error().message << " (see --help)\n";
-    return 2;
+  if (const std::optional<int> code = exitBeforeRunning("rdma-device-plugin", flags)) {
+    return *code;
   }
-  if (!flags->exit_message.empty()) {
-    std::cout << flags->exit_message;
-    return 0;
-  }
-  // SIGTERM and SIGINT are taken by one thread with sigwait; block them before any other thread
-  // (gRPC's, the watchers') exists so that none of those receives them.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  signal(SIGPIPE, SIG_IGN);
+  // SIGTERM and SIGINT are taken by one thread with sigwait, before gRPC's and the watchers'
+  // threads exist.
+  const sigset_t signals = takeStopSignals();
 
   Logger logger(std::cerr, flags->log_format);
   MetricsRegistry metrics;

@@ -16,9 +16,7 @@ Result<RdmactlOptions> parseRdmactlArgs(const std::vector<std::string>& args) {
                            const std::string& type, const std::string& about) {
     on->add_option(name, field, about)->type_name(type)->check(not_empty);
   };
-  text(app.get(), "--sysfs-root", opts.sysfs_root, "DIR", "sysfs to read");
-  text(app.get(), "--proc-root", opts.proc_root, "DIR", "procfs for the default route");
-  text(app.get(), "--dev-root", opts.dev_root, "DIR", "where /dev/infiniband nodes are checked");
+  addNodeRootOptions(*app, opts.sysfs_root, opts.proc_root, opts.dev_root);
   addDiscoveryOption(*app, opts.discovery);
   app->add_flag("--json", opts.json, "JSON output");
 

@@ -47,12 +47,8 @@ Result<WebhookFlags> parseWebhookFlags(const std::vector<std::string>& args) {
       ->type_name("HOST:PORT");
   app->add_option("--policy", flags.policy_file, "policy (JSON); default: the built-in policy")
       ->type_name("FILE");
-  addCheckedOption(*app, "--metrics-address",
-                   listenAddress([&flags](const std::string& text, const ListenAddress&) {
-                     flags.metrics_address = text;
-                   }),
-                   "also serve /metrics over plain HTTP here (default: off)")
-      ->type_name("HOST:PORT");
+  addMetricsAddressOption(*app, flags.metrics_address,
+                          "also serve /metrics over plain HTTP here (default: off)");
   app->add_option("--kubeconfig", flags.kubeconfig,
                   "kubeconfig for reading pods' resource claims (default: in a cluster, the "
                   "pod's service account)")

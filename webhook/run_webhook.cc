@@ -9,6 +9,7 @@
 #include <optional>
 #include <thread>
 
+#include "common/process_start.h"
 #include "common/file_watcher.h"
 #include "common/nfd_features.h"
 #include "common/strings.h"
@@ -84,14 +85,7 @@ int run(const WebhookFlags& flags) {
   const ClockPtr clock = std::make_shared<RealClock>();
   raiseDescriptorLimit(flags.max_connections, logger);
   // Signals go to the signal thread only; every thread started below inherits this mask.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  // A peer (the API server, a probe) closing a kept-alive socket must fail the write, not end
-  // the process.
-  signal(SIGPIPE, SIG_IGN);
+  const sigset_t signals = takeStopSignals();
 
   MetricsRegistry registry;
   WebhookMetrics metrics(registry);
@@ -215,13 +209,8 @@ int run(const WebhookFlags& flags) {
 
 int runWebhook(const std::string& program, const std::vector<std::string>& args) {
   Result<WebhookFlags> flags = parseWebhookFlags(args);
-  if (!flags.ok()) {
-    std::cerr << program << ": " << flags.error().message << " (see --help)\n";
-    return 2;
-  }
-  if (!flags->exit_message.empty()) {
-    std::cout << flags->exit_message;
-    return 0;
+  if (const std::optional<int> code = exitBeforeRunning(program, flags)) {
+    return *code;
   }
   return run(*flags);
 }

@@ -65,7 +65,7 @@ TEST(RdmactlCli, ErrorsNameTheArgument) {
       {{"--json", "frobnicate", "--sysfs-root=/x"}, "unknown command: frobnicate"},
       {{"devices", "--sysfs-root"}, "--sysfs-root: 1 required DIR missing"},
       {{"devices", "--sysfs-root="}, "--sysfs-root: 1 required DIR missing"},
-      {{"devices", "--sysfs-root", ""}, "--sysfs-root: needs a non-empty value"},
+      {{"devices", "--sysfs-root", ""}, "--sysfs-root: needs a directory"},
       {{"nccl-env", "--pool="}, "--pool: 1 required NAME missing"},
       {{"devices", "--colour", "red"}, "unexpected arguments: --colour red"},
       {{"devices", "extra"}, "unexpected argument: extra"},
