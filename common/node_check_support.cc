@@ -1,0 +1,77 @@
+#include "common/node_check_support.h"
+
+#include <charconv>
+#include <set>
+#include <sstream>
+
+namespace kube_rdma {
+
+Verdict worse(Verdict a, Verdict b) {
+  for (Verdict v : {Verdict::kFail, Verdict::kWarn, Verdict::kUnknown}) {
+    if (a == v || b == v) {
+      return v;
+    }
+  }
+  return Verdict::kOk;
+}
+
+std::string trimmed(const std::string& text) {
+  const size_t begin = text.find_first_not_of(" \t\n");
+  const size_t end = text.find_last_not_of(" \t\n");
+  return begin == std::string::npos ? "" : text.substr(begin, end - begin + 1);
+}
+
+std::optional<uint64_t> parseUnsigned(const std::string& text) {
+  const std::string t = trimmed(text);
+  uint64_t value = 0;
+  const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), value);
+  if (t.empty() || ec != std::errc() || end != t.data() + t.size()) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+Evidence evidenceOf(const FileRead& file) {
+  return {file.path, file.text ? trimmed(file.text->substr(0, file.text->find('\n'))) : "(absent)"};
+}
+
+std::vector<Evidence> evidenceOf(std::initializer_list<const FileRead*> files) {
+  std::vector<Evidence> out;
+  for (const FileRead* f : files) {
+    if (!f->path.empty()) {
+      out.push_back(evidenceOf(*f));
+    }
+  }
+  return out;
+}
+
+const PciFunctionFiles* pciFiles(const NodeSnapshot& snapshot, const std::string& address) {
+  const auto it = snapshot.pci.find(address);
+  return it == snapshot.pci.end() ? nullptr : &it->second;
+}
+
+std::vector<LinkEnd> linkEnds(const NodeTopology& topology) {
+  std::vector<LinkEnd> ends;
+  std::set<std::string> seen;
+  for (const auto& d : topology.devices) {
+    if (!d.is_vf && !d.pci_address.empty() && seen.insert(d.pci_address).second) {
+      ends.push_back({d.name + " (" + d.pci_address + ")", d.pci_address, false});
+    }
+  }
+  for (const auto& g : topology.gpus) {
+    ends.push_back({"GPU " + g.pci_address, g.pci_address, true});
+  }
+  return ends;
+}
+
+std::string lineStartingWith(const std::string& text, const std::string& prefix) {
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind(prefix, 0) == 0) {
+      return line;
+    }
+  }
+  return "";
+}
+
+} // namespace kube_rdma

@@ -1,0 +1,45 @@
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/device_model.h"
+#include "common/node_checks.h"
+
+// What the node checks of every area use (node_checks*.cc); not for other callers.
+namespace kube_rdma {
+
+// A failure outweighs a warning, which outweighs not knowing.
+Verdict worse(Verdict a, Verdict b);
+
+std::string trimmed(const std::string& text);
+
+// A whole unsigned decimal number, spaces around allowed; nullopt for anything else.
+std::optional<uint64_t> parseUnsigned(const std::string& text);
+
+// A file's first line: the value of an attribute, the line that matters of a version file.
+Evidence evidenceOf(const FileRead& file);
+
+// The evidence of files a check read; a FileRead without a path (a fact the caller did not
+// supply) is left out.
+std::vector<Evidence> evidenceOf(std::initializer_list<const FileRead*> files);
+
+// The snapshot's files of a PCI function; nullptr when it has none.
+const PciFunctionFiles* pciFiles(const NodeSnapshot& snapshot, const std::string& address);
+
+// A PCI function whose link the checks judge: every HCA that is a PCI function of its own
+// (SR-IOV VFs share their PF's link; software devices have none) and every GPU.
+struct LinkEnd {
+  std::string label; // "mlx5_1 (0000:13:00.0)", "GPU 0000:12:00.0"
+  std::string address;
+  bool gpu = false;
+};
+std::vector<LinkEnd> linkEnds(const NodeTopology& topology);
+
+// The first line of a /proc file that starts with `prefix`, "" when there is none.
+std::string lineStartingWith(const std::string& text, const std::string& prefix);
+
+} // namespace kube_rdma
