@@ -22,7 +22,7 @@ int64_t poolGeneration(const json& slice) {
   return generation->is_number_integer() ? generation->get<int64_t>() : 0;
 }
 
-// Calls f(taint) for every taint of every device of a slice's spec.
+// Calls f(device, taint) for every taint of every device of a slice's spec.
 template <typename Spec, typename F> void forEachTaint(Spec& spec, F f) {
   if (!spec.contains("devices") || !spec["devices"].is_array()) {
     return;
