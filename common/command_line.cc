@@ -112,22 +112,6 @@ void addMetricsAddressOption(CLI::App& app, std::string& address, const std::str
       ->type_name("HOST:PORT");
 }
 
-void addDiscoveryOption(CLI::App& app, DiscoveryBackend& backend) {
-  auto store = [&backend](const std::string& text) -> std::string {
-    auto parsed = parseDiscoveryBackend(text);
-    if (!parsed) {
-      return parsed.error().message;
-    }
-    backend = *parsed;
-    return "";
-  };
-  addCheckedOption(app, "--discovery", std::move(store),
-                   "sysfs: read sysfs only; verbs: libibverbs (sysfs at $SYSFS_PATH, nodes in "
-                   "/dev/infiniband; a container must be privileged) or fail; auto (default): "
-                   "libibverbs when it reads --sysfs-root and lists a device, else sysfs")
-      ->type_name("BACKEND");
-}
-
 void addNfdFeaturesOptions(CLI::App& app, std::string& file, std::chrono::seconds& ttl) {
   app.add_option("--nfd-features-file", file,
                  "write node labels there for Node Feature Discovery's local source, e.g. "

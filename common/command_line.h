@@ -11,7 +11,6 @@
 
 #include "common/log.h"
 #include "common/result.h"
-#include "common/verbs_discovery.h"
 
 // The command line of every kube-rdma program, on CLI11: the same --help and --version, the same
 // duration syntax, and errors returned rather than printed, so that parsing stays a pure function
@@ -52,9 +51,6 @@ void addNodeRootOptions(CLI::App& app, std::string& sysfs_root, std::string& pro
 // Adds --metrics-address HOST:PORT, checked as the address to listen on (parseListenAddress):
 // where /metrics and the probes are served over plain HTTP; `address` keeps "" (off) unless given.
 void addMetricsAddressOption(CLI::App& app, std::string& address, const std::string& description);
-
-// Adds --discovery sysfs|verbs|auto, the discovery backend (docs/discovery.md).
-void addDiscoveryOption(CLI::App& app, DiscoveryBackend& backend);
 
 // Adds --nfd-features-file FILE and --nfd-features-ttl DURATION (whole seconds, at least 2 s), the
 // node labels both kubelet plugins can write for Node Feature Discovery (docs/node-labels.md).

@@ -4,7 +4,6 @@
 #include <filesystem>
 
 #include "common/atomic_file.h"
-#include "common/node_checks.h"
 
 namespace kube_rdma {
 namespace {
@@ -13,14 +12,6 @@ namespace {
 constexpr std::chrono::seconds kRetryAfterError(10);
 
 } // namespace
-
-bool gpuDirectReady(const NodeTopology& topology, const SnapshotRoots& roots) {
-  if (topology.gpus.empty()) {
-    return false;
-  }
-  const NodeSnapshot snapshot = readNodeSnapshot(roots, topology, {loadedLibibverbs(), {}, {}});
-  return checkGpuDirect(topology, snapshot).verdict == Verdict::kOk;
-}
 
 bool GpuDirectReadiness::ready(const NodeTopology& topology) {
   const auto now = clock_->now();

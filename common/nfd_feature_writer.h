@@ -8,21 +8,14 @@
 #include "common/clock.h"
 #include "common/device_model.h"
 #include "common/nfd_features.h"
-#include "common/node_snapshot.h"
 #include "common/result.h"
 
 namespace kube_rdma {
 
-// The kube-rdma.io/gpudirect-rdma label: the node has NVIDIA GPUs and `rdmactl doctor`'s GPUDirect
-// check (checkGpuDirect: nvidia_peermem or nv_peer_mem loaded, or dma-buf possible) passes on the
-// files under `roots` as they are now. It reads those files and more (a NodeSnapshot): see
-// GpuDirectReadiness for how often.
-bool gpuDirectReady(const NodeTopology& topology, const SnapshotRoots& roots);
-
-// A judgement kept current, gpuDirectReady() in the daemons: made again when the topology
-// changes and, since the GPU operator loads nvidia_peermem minutes after the daemons start, once
-// per `interval` in between (not at every health sample: the snapshot reads dozens of files).
-// One thread calls it.
+// A judgement kept current, gpuDirectReady() (node_snapshot.h) in the daemons: made again when the
+// topology changes and, since the GPU operator loads nvidia_peermem minutes after the daemons
+// start, once per `interval` in between (not at every health sample: the snapshot reads dozens of
+// files). One thread calls it.
 class GpuDirectReadiness {
 public:
   using Judge = std::function<bool(const NodeTopology&)>;

@@ -123,4 +123,12 @@ FileRead loadedLibibverbs() {
   return f;
 }
 
+bool gpuDirectReady(const NodeTopology& topology, const SnapshotRoots& roots) {
+  if (topology.gpus.empty()) {
+    return false;
+  }
+  const NodeSnapshot snapshot = readNodeSnapshot(roots, topology, {loadedLibibverbs(), {}, {}});
+  return checkGpuDirect(topology, snapshot).verdict == Verdict::kOk;
+}
+
 } // namespace kube_rdma

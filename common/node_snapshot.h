@@ -36,4 +36,10 @@ NodeSnapshot readNodeSnapshot(const SnapshotRoots& roots, const NodeTopology& to
 // libibverbs.so.1.14.44.0"); without text when it cannot be told.
 FileRead loadedLibibverbs();
 
+// The kube-rdma.io/gpudirect-rdma label: the node has NVIDIA GPUs and `rdmactl doctor`'s GPUDirect
+// check (checkGpuDirect: nvidia_peermem or nv_peer_mem loaded, or dma-buf possible) passes on the
+// files under `roots` as they are now. It reads those files and more (a NodeSnapshot): the
+// daemons ask through GpuDirectReadiness (nfd_feature_writer.h), which says how often.
+bool gpuDirectReady(const NodeTopology& topology, const SnapshotRoots& roots);
+
 } // namespace kube_rdma

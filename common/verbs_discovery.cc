@@ -11,6 +11,7 @@
 #include <net/if.h>
 #include <unistd.h>
 
+#include "common/command_line.h"
 #include "common/strings.h"
 #include "common/sysfs_attributes.h"
 
@@ -385,6 +386,22 @@ std::string guidText(uint64_t guid) {
                 static_cast<unsigned>((guid >> 32) & 0xffff),
                 static_cast<unsigned>((guid >> 16) & 0xffff), static_cast<unsigned>(guid & 0xffff));
   return buf;
+}
+
+void addDiscoveryOption(CLI::App& app, DiscoveryBackend& backend) {
+  auto store = [&backend](const std::string& text) -> std::string {
+    auto parsed = parseDiscoveryBackend(text);
+    if (!parsed) {
+      return parsed.error().message;
+    }
+    backend = *parsed;
+    return "";
+  };
+  addCheckedOption(app, "--discovery", std::move(store),
+                   "sysfs: read sysfs only; verbs: libibverbs (sysfs at $SYSFS_PATH, nodes in "
+                   "/dev/infiniband; a container must be privileged) or fail; auto (default): "
+                   "libibverbs when it reads --sysfs-root and lists a device, else sysfs")
+      ->type_name("BACKEND");
 }
 
 } // namespace kube_rdma

@@ -12,6 +12,10 @@
 #include "common/result.h"
 #include "common/sysfs_discovery.h"
 
+namespace CLI {
+class App;
+} // namespace CLI
+
 // The rdma-core backend (libibverbs: ibv_get_device_list, ibv_query_device/ibv_query_port,
 // ibv_query_gid_table from rdma-core >= 32) and the run-time choice between it and sysfs.
 namespace kube_rdma {
@@ -30,6 +34,9 @@ enum class DiscoveryBackend {
   kVerbs, // libibverbs, or an error saying why it cannot serve; never a silent sysfs fallback
 };
 Result<DiscoveryBackend> parseDiscoveryBackend(std::string_view text); // "auto", "sysfs", "verbs"
+
+// Adds --discovery sysfs|verbs|auto, the discovery backend (docs/discovery.md).
+void addDiscoveryOption(CLI::App& app, DiscoveryBackend& backend);
 std::string toString(DiscoveryBackend backend);
 
 // The sysfs root libibverbs reads, given the value of SYSFS_PATH in its environment (nullptr

@@ -13,6 +13,7 @@
 #include "common/metrics.h"
 #include "common/nfd_feature_writer.h"
 #include "common/nfd_features.h"
+#include "common/node_snapshot.h"
 #include "common/plugin_config.h"
 #include "common/pools.h"
 #include "common/sysfs_attributes.h"

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <memory>
 
+#include "common/node_snapshot.h"
 #include "common/sysfs_discovery.h"
 #include "test/nfd_feature_reader.h"
 #include "test/plugin/temp_dir.h"
