@@ -429,6 +429,31 @@ class DraSharedPorts(ClusterTest):
         for name in pods:
             kubectl("delete", "pod", "-n", NAMESPACE, name, "--wait=true")
 
+    def test_two_requests_of_one_claim_get_one_port_twice_unless_distinct(self):
+        """What docs/dra.md "Shared ports" warns of: the scheduler's first fit gives both requests
+        of a claim the same shared port; a distinctAttribute constraint on rdmaDevice keeps them
+        apart."""
+        rdma_device = {d["name"]: attribute(d, "rdmaDevice")
+                       for d in our_slices()[0]["spec"]["devices"]}
+        got = {}
+        for name, distinct in (("two-plain", False), ("two-distinct", True)):
+            requests = [{"name": f"nic-{i}", "exactly": {"deviceClassName":
+                                                         "roce.rdma.kube-rdma.io"}}
+                        for i in range(2)]
+            claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                     "metadata": {"name": name, "namespace": NAMESPACE},
+                     "spec": {"devices": {"requests": requests}}}
+            if distinct:
+                claim["spec"]["devices"]["constraints"] = [
+                    {"requests": ["nic-0", "nic-1"], "distinctAttribute": DOMAIN + "rdmaDevice"}]
+            create(claim)
+            run_probe(toolbox_pod(name, PROBE, claims=[name]))
+            results = get("resourceclaim", name, NAMESPACE)["status"]["allocation"]["devices"]
+            got[name] = [rdma_device[r["device"]] for r in results["results"]]
+            kubectl("delete", "pod", "-n", NAMESPACE, name, "--wait=true")
+        self.assertEqual(len(set(got["two-plain"])), 1, got)
+        self.assertEqual(len(set(got["two-distinct"])), 2, got)
+
     def test_every_pod_its_own_claim_of_every_port(self):
         """examples/dra/shared-ports.yaml: the device plugin's rdma/shared under DRA. Two replicas,
         each with a claim of every RoCE port from the template, run side by side on the node."""
