@@ -15,9 +15,9 @@ constexpr std::chrono::seconds kRetryAfterError(10);
 
 bool GpuDirectReadiness::ready(const NodeTopology& topology) {
   const auto now = clock_->now();
-  if (!judged_ || *judged_ != topology || now >= due_) {
+  if (!judged_gpus_ || *judged_gpus_ != topology.gpus || now >= due_) {
     ready_ = judge_(topology);
-    judged_ = topology;
+    judged_gpus_ = topology.gpus;
     due_ = now + interval_;
   }
   return ready_;

@@ -4,6 +4,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/clock.h"
 #include "common/device_model.h"
@@ -13,9 +14,10 @@
 namespace kube_rdma {
 
 // A judgement kept current, gpuDirectReady() (node_snapshot.h) in the daemons: made again when the
-// topology changes and, since the GPU operator loads nvidia_peermem minutes after the daemons
-// start, once per `interval` in between (not at every health sample: the snapshot reads dozens of
-// files). One thread calls it.
+// node's GPUs change (the verdict depends on the topology only through them, not on the port
+// states that change the daemons' topology often) and, since the GPU operator loads nvidia_peermem
+// minutes after the daemons start, once per `interval` in between (not at every health sample:
+// the snapshot reads dozens of files). One thread calls it.
 class GpuDirectReadiness {
 public:
   using Judge = std::function<bool(const NodeTopology&)>;
@@ -24,14 +26,14 @@ public:
       : judge_(std::move(judge)), interval_(interval), clock_(std::move(clock)) {}
 
   bool ready(const NodeTopology& topology);
-  // When ready() judges again if the topology stays the same.
+  // When ready() judges again if the GPUs stay the same.
   std::chrono::steady_clock::time_point due() const { return due_; }
 
 private:
   const Judge judge_;
   const std::chrono::seconds interval_;
   const ClockPtr clock_;
-  std::optional<NodeTopology> judged_;
+  std::optional<std::vector<GpuDevice>> judged_gpus_;
   bool ready_ = false;
   std::chrono::steady_clock::time_point due_{};
 };
