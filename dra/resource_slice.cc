@@ -72,8 +72,8 @@ std::string portIpv4(const Port& port, std::optional<uint32_t> gid_index) {
 
 // The shared pool's tenants, as the consumable capacity of each of its ports.
 Json tenantsCapacity(const NodePool& pool) {
-  const std::string tenants = std::to_string(
-      std::max<uint32_t>(1, sharedDeviceCount(pool.spec, static_cast<size_t>(pool.hcas.size()))));
+  const std::string tenants =
+      std::to_string(std::max<uint32_t>(1, sharedDeviceCount(pool.spec, pool.hcas.size())));
   return {{kTenantsCapacity,
            {{"value", tenants},
             {"requestPolicy", {{"default", "1"}, {"validRange", {{"min", "1"}}}}}}}};

@@ -90,8 +90,11 @@ const std::vector<OptionalFeature>& optionalFeatures() {
 }
 
 bool anyDeviceHas(const json& slice, const char* field) {
-  const json spec = slice.value("spec", json::object());
-  const json devices = spec.value("devices", json::array());
+  const auto spec = slice.find("spec");
+  if (spec == slice.end() || !spec->contains("devices") || !(*spec)["devices"].is_array()) {
+    return false;
+  }
+  const json& devices = (*spec)["devices"];
   return std::any_of(devices.begin(), devices.end(), [&](const json& device) {
     return device.is_object() && device.contains(field);
   });
