@@ -7,6 +7,7 @@
 #include <simdjson.h>
 
 #include "common/json_depth.h"
+#include "webhook/json_text.h"
 #include "webhook/pod_fields.h"
 
 namespace kube_rdma {
@@ -19,9 +20,18 @@ constexpr const char* kV1beta1 = "admission.k8s.io/v1beta1";
 
 namespace dom = simdjson::dom;
 
+std::string tooDeep() {
+  return "body nests deeper than " + std::to_string(kMaxJsonDepth) + " levels";
+}
+
 // nlohmann-json's reason for rejecting `body`, with the offset; only on the error path, since
 // simdjson names the kind of error but not where.
 std::string notJsonReason(std::string_view body, simdjson::error_code code) {
+  // nlohmann-json builds every level it reads: a body of '[' ending in a bad byte would cost
+  // ~75 bytes of heap per byte before it found the error.
+  if (jsonNestsDeeperThan(body, kMaxJsonDepth)) {
+    return tooDeep();
+  }
   try {
     [[maybe_unused]] const json parsed = json::parse(body);
   } catch (const json::parse_error& e) {
@@ -47,9 +57,10 @@ std::string base64(std::string_view bytes) {
   return out;
 }
 
-// Invalid UTF-8 (a pod's strings echoed in a warning) is replaced instead of throwing.
-std::string text(const json& value) {
-  return value.dump(-1, ' ', false, json::error_handler_t::replace);
+std::string jsonString(std::string_view text) {
+  std::string out;
+  appendJsonString(out, text);
+  return out;
 }
 
 std::string truncateWarning(const std::string& warning) {
@@ -67,12 +78,16 @@ std::string truncateWarning(const std::string& warning) {
 } // namespace
 
 Result<AdmissionRequest> decodeAdmissionReview(std::string_view body, dom::parser& parser) {
-  if (jsonNestsDeeperThan(body, kMaxJsonDepth)) { // before simdjson sizes its buffers to the body
-    return makeError("body nests deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+  // simdjson checks the nesting as it builds the DOM, against a stack sized to the limit; the limit
+  // is kept when the parser grows for a larger body.
+  if (parser.max_depth() != kMaxJsonDepth) {
+    if (const auto error = parser.allocate(body.size(), kMaxJsonDepth)) {
+      return makeError("body not parsed: " + std::string(simdjson::error_message(error)));
+    }
   }
   dom::element review;
   if (const auto error = parser.parse(body.data(), body.size()).get(review)) {
-    return makeError(notJsonReason(body, error));
+    return makeError(error == simdjson::DEPTH_ERROR ? tooDeep() : notJsonReason(body, error));
   }
   if (!review.is_object()) {
     return makeError("body is not an AdmissionReview: not a JSON object");
@@ -85,11 +100,11 @@ Result<AdmissionRequest> decodeAdmissionReview(std::string_view body, dom::parse
     request.version = ReviewVersion::kV1beta1;
   } else {
     return makeError("apiVersion must be admission.k8s.io/v1 or v1beta1, got " +
-                     json(api_version).dump());
+                     jsonString(api_version));
   }
   if (stringMember(review, "kind") != "AdmissionReview") {
     return makeError("kind must be AdmissionReview, got " +
-                     json(stringMember(review, "kind")).dump());
+                     jsonString(stringMember(review, "kind")));
   }
   JsonElement in;
   if (!member(review, "request", in) || !in.is_object()) {
@@ -112,8 +127,7 @@ Result<AdmissionRequest> decodeAdmissionReview(std::string_view body, dom::parse
 }
 
 std::string encodeAdmissionReview(ReviewVersion version, const AdmissionResponse& response) {
-  // Written around the base64 patch, most of the reply, which a JSON serializer would check
-  // character by character for escapes it never needs. Members in nlohmann-json's (sorted) order.
+  // Written as text, as the patch is; members in sorted order, as a JSON serializer would.
   std::string out = R"({"apiVersion":")";
   out += version == ReviewVersion::kV1 ? kV1 : kV1beta1;
   out += R"(","kind":"AdmissionReview","response":{"allowed":true)";
@@ -124,14 +138,14 @@ std::string encodeAdmissionReview(ReviewVersion version, const AdmissionResponse
     out += R"(","patchType":"JSONPatch")";
   }
   out += R"(,"uid":)";
-  out += text(response.uid);
+  appendJsonString(out, response.uid);
   if (!response.warnings.empty()) {
-    json warnings = json::array();
-    for (const std::string& warning : response.warnings) {
-      warnings.push_back(truncateWarning(warning));
-    }
     out += R"(,"warnings":)";
-    out += text(warnings);
+    for (const std::string& warning : response.warnings) {
+      out += out.back() == ':' ? '[' : ',';
+      appendJsonString(out, truncateWarning(warning));
+    }
+    out += ']';
   }
   out += "}}";
   return out;

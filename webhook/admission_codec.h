@@ -17,8 +17,7 @@ enum class ReviewVersion { kV1, kV1beta1 };
 // The API server recommends at most 120 characters per warning; longer ones are cut.
 inline constexpr size_t kMaxWarningLength = 120;
 
-// Bodies nested deeper are refused before parsing (a pod is a few dozen levels deep at most; a DOM
-// of "[[[[..." costs ~75 bytes of heap per byte).
+// Bodies nested deeper are refused (a pod is a few dozen levels deep at most).
 inline constexpr int kMaxJsonDepth = 100;
 
 struct AdmissionRequest {

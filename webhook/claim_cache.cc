@@ -4,7 +4,8 @@
 
 namespace kube_rdma {
 
-Result<nlohmann::json> ClaimCache::read(const std::string& ns, const PodClaimSource& source) {
+Result<std::vector<ClaimRequest>> ClaimCache::read(const std::string& ns,
+                                                   const PodClaimSource& source) {
   const bool from_template = source.claim_name.empty();
   Result<std::string> path = from_template
                                  ? objectPath(kResourceClaimTemplates, ns, source.template_name)
@@ -17,7 +18,7 @@ Result<nlohmann::json> ClaimCache::read(const std::string& ns, const PodClaimSou
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = entries_.find(*path);
     if (it != entries_.end() && now < it->second.expires) {
-      return it->second.spec;
+      return it->second.requests;
     }
   }
   ApiResult<nlohmann::json> object = api_.get(*path);
@@ -28,13 +29,13 @@ Result<nlohmann::json> ClaimCache::read(const std::string& ns, const PodClaimSou
   if (!object->contains(where) || !object->at(where).is_object()) {
     return makeError(*path + " has no " + (from_template ? "spec.spec" : "spec"));
   }
-  const nlohmann::json& spec = object->at(where);
+  std::vector<ClaimRequest> requests = claimRequests(object->at(where));
   std::lock_guard<std::mutex> lock(mutex_);
   if (entries_.size() >= kMaxEntries) {
     entries_.clear();
   }
-  entries_[*path] = Entry{spec, now + ttl_};
-  return spec;
+  entries_[*path] = Entry{requests, now + ttl_};
+  return requests;
 }
 
 } // namespace kube_rdma

@@ -4,8 +4,7 @@
 #include <map>
 #include <mutex>
 #include <string>
-
-#include <nlohmann/json.hpp>
+#include <vector>
 
 #include "common/clock.h"
 #include "common/result.h"
@@ -23,9 +22,9 @@ public:
   ClaimCache(ApiClient& api, ClockPtr clock, std::chrono::milliseconds ttl)
       : api_(api), clock_(std::move(clock)), ttl_(ttl) {}
 
-  // The ResourceClaimSpec behind `source` in `ns`: the claim's spec, or the template's
-  // spec.spec. Errors carry the API server's message.
-  Result<nlohmann::json> read(const std::string& ns, const PodClaimSource& source);
+  // The requests of the ResourceClaimSpec behind `source` in `ns`: the claim's spec, or the
+  // template's spec.spec. Errors carry the API server's message.
+  Result<std::vector<ClaimRequest>> read(const std::string& ns, const PodClaimSource& source);
 
   ClaimSpecLookup lookup() {
     return [this](const std::string& ns, const PodClaimSource& source) { return read(ns, source); };
@@ -33,7 +32,7 @@ public:
 
 private:
   struct Entry {
-    nlohmann::json spec;
+    std::vector<ClaimRequest> requests;
     std::chrono::steady_clock::time_point expires;
   };
 

@@ -23,10 +23,6 @@ std::string jsonString(const json& object, std::string_view key) {
   return value != nullptr && value->is_string() ? value->get<std::string>() : "";
 }
 
-bool ofClass(const json& request, const std::vector<std::string>& classes) {
-  return listContains(classes, jsonString(request, "deviceClassName"));
-}
-
 } // namespace
 
 std::vector<PodClaimSource> podClaimSources(JsonElement pod) {
@@ -46,30 +42,37 @@ std::vector<PodClaimSource> podClaimSources(JsonElement pod) {
   return sources;
 }
 
-std::set<std::string> rdmaRequestNames(const json& claim_spec,
-                                       const std::vector<std::string>& classes) {
-  std::set<std::string> names;
+std::vector<ClaimRequest> claimRequests(const json& claim_spec) {
+  std::vector<ClaimRequest> out;
   const json* devices = jsonMember(claim_spec, "devices");
   const json* requests = devices != nullptr ? jsonMember(*devices, "requests") : nullptr;
   if (requests == nullptr || !requests->is_array()) {
-    return names;
+    return out;
   }
   for (const json& request : *requests) {
-    const std::string name = jsonString(request, "name");
-    const json* exactly = jsonMember(request, "exactly");
+    ClaimRequest& read = out.emplace_back(ClaimRequest{jsonString(request, "name"), {}});
     const json* first_available = jsonMember(request, "firstAvailable");
-    bool rdma = false;
-    if (exactly != nullptr) {
-      rdma = ofClass(*exactly, classes);
-    } else if (first_available != nullptr && first_available->is_array() &&
-               !first_available->empty()) {
-      // Any alternative may be the one allocated: only when all of them are RDMA is the
-      // container sure to get an RDMA device.
-      rdma = std::all_of(first_available->begin(), first_available->end(),
-                         [&](const json& sub) { return ofClass(sub, classes); });
+    if (const json* exactly = jsonMember(request, "exactly")) {
+      read.device_classes.push_back(jsonString(*exactly, "deviceClassName"));
+    } else if (first_available != nullptr && first_available->is_array()) {
+      for (const json& alternative : *first_available) {
+        read.device_classes.push_back(jsonString(alternative, "deviceClassName"));
+      }
     }
-    if (rdma && !name.empty()) {
-      names.insert(name);
+  }
+  return out;
+}
+
+std::set<std::string> rdmaRequestNames(const std::vector<ClaimRequest>& requests,
+                                       const std::vector<std::string>& classes) {
+  std::set<std::string> names;
+  for (const ClaimRequest& request : requests) {
+    // Any alternative may be the one allocated: only when all of them are RDMA is the container
+    // sure to get an RDMA device.
+    if (!request.name.empty() && !request.device_classes.empty() &&
+        std::all_of(request.device_classes.begin(), request.device_classes.end(),
+                    [&](const std::string& name) { return listContains(classes, name); })) {
+      names.insert(request.name);
     }
   }
   return names;

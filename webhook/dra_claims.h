@@ -26,10 +26,20 @@ struct PodClaimSource {
 // The pod's spec.resourceClaims entries that name a claim or a template.
 std::vector<PodClaimSource> podClaimSources(JsonElement pod);
 
-// The names of the requests in a ResourceClaimSpec (a claim's spec, a template's spec.spec) that
-// can only be met with devices of `classes`: `exactly.deviceClassName` in `classes`, or every
-// `firstAvailable[].deviceClassName` in `classes`.
-std::set<std::string> rdmaRequestNames(const nlohmann::json& claim_spec,
+// A device request of a ResourceClaimSpec as far as the webhook looks at it.
+struct ClaimRequest {
+  std::string name;
+  // The DeviceClasses that may serve it: `exactly`'s, or each `firstAvailable` alternative's.
+  std::vector<std::string> device_classes;
+};
+
+// The requests of a ResourceClaimSpec (a claim's spec, a template's spec.spec) as the API server
+// returns it; members of another shape are read as absent.
+std::vector<ClaimRequest> claimRequests(const nlohmann::json& claim_spec);
+
+// The names of `requests` that can only be met with devices of `classes`: every class that may
+// serve the request is in `classes`.
+std::set<std::string> rdmaRequestNames(const std::vector<ClaimRequest>& requests,
                                        const std::vector<std::string>& classes);
 
 // Pod claim name -> the RDMA request names of its claim (empty: none).
@@ -39,9 +49,9 @@ using PodRdmaClaims = std::map<std::string, std::set<std::string>>;
 // uses every request of that claim, {name, request} one request ("req" or "req/subrequest").
 bool usesRdmaClaim(JsonElement container, const PodRdmaClaims& claims);
 
-// Reads the ResourceClaimSpec behind `source` in `ns` (the claim's spec or the template's
-// spec.spec); the error says why it could not.
-using ClaimSpecLookup =
-    std::function<Result<nlohmann::json>(const std::string& ns, const PodClaimSource& source)>;
+// Reads the requests of the ResourceClaimSpec behind `source` in `ns` (the claim's spec or the
+// template's spec.spec); the error says why it could not.
+using ClaimSpecLookup = std::function<Result<std::vector<ClaimRequest>>(
+    const std::string& ns, const PodClaimSource& source)>;
 
 } // namespace kube_rdma

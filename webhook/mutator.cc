@@ -8,6 +8,7 @@
 
 #include "webhook/shorthand.h"
 #include "common/strings.h"
+#include "webhook/json_text.h"
 #include "webhook/pod_fields.h"
 
 namespace kube_rdma {
@@ -313,25 +314,6 @@ Addition Addition::object(std::initializer_list<std::pair<const char*, Addition>
 struct UnexpectedShape {
   std::string what;
 };
-
-void appendJsonString(std::string& out, std::string_view text) {
-  out += '"';
-  for (const char c : text) {
-    const auto byte = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (byte < 0x20) {
-      constexpr std::string_view kHex = "0123456789abcdef";
-      out += "\\u00";
-      out += kHex[byte >> 4];
-      out += kHex[byte & 0xF];
-    } else {
-      out += c;
-    }
-  }
-  out += '"';
-}
 
 void appendJson(std::string& out, const Addition& value) {
   switch (value.kind) {

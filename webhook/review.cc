@@ -25,12 +25,12 @@ PodRdmaClaims readPodClaims(JsonElement pod, const std::string& ns, const Webhoo
       warnings.push_back("claim " + source.name + " not checked for RDMA: no API access");
       continue;
     }
-    Result<nlohmann::json> spec = read_claim(podNamespace(pod, ns), source);
-    if (!spec.ok()) {
-      warnings.push_back(what + " not read: " + spec.error().message);
+    Result<std::vector<ClaimRequest>> requests = read_claim(podNamespace(pod, ns), source);
+    if (!requests.ok()) {
+      warnings.push_back(what + " not read: " + requests.error().message);
       continue;
     }
-    claims[source.name] = rdmaRequestNames(*spec, policy.dra_device_classes);
+    claims[source.name] = rdmaRequestNames(*requests, policy.dra_device_classes);
   }
   return claims;
 }

@@ -40,23 +40,29 @@ protected:
 };
 
 TEST_F(ClaimCacheTest, ReadsTheSpecOfAClaimAndOfATemplate) {
-  Result<json> from_template = cache_->read("training", {"gpu-nic", "", "gpu-and-nic"});
+  Result<std::vector<ClaimRequest>> from_template =
+      cache_->read("training", {"gpu-nic", "", "gpu-and-nic"});
   ASSERT_TRUE(from_template.ok()) << from_template.error().message;
-  EXPECT_EQ(*from_template, readDra("gpu-and-nic.template.json")["spec"]["spec"]);
-  Result<json> claim = cache_->read("training", {"nics", "shared-nics", ""});
+  ASSERT_EQ(from_template->size(), 2u);
+  EXPECT_EQ((*from_template)[1].name, "nic");
+  EXPECT_EQ((*from_template)[1].device_classes,
+            (std::vector<std::string>{"roce.rdma.kube-rdma.io"}));
+  Result<std::vector<ClaimRequest>> claim = cache_->read("training", {"nics", "shared-nics", ""});
   ASSERT_TRUE(claim.ok()) << claim.error().message;
-  EXPECT_EQ(*claim, readDra("shared-nics.claim.json")["spec"]);
+  ASSERT_EQ(claim->size(), 2u);
+  EXPECT_EQ((*claim)[0].name, "nics");
 }
 
 TEST_F(ClaimCacheTest, TheApiServersMessageIsPassedOn) {
-  Result<json> missing = cache_->read("training", {"x", "no-such-claim", ""});
+  Result<std::vector<ClaimRequest>> missing = cache_->read("training", {"x", "no-such-claim", ""});
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(
       missing.error().message.find("resourceclaims.resource.k8s.io \"no-such-claim\" not found"),
       std::string::npos)
       << missing.error().message;
   api_.simulator().removeToken(kSimulatedApiToken);
-  Result<json> refused = cache_->read("training", {"gpu-nic", "", "gpu-and-nic"});
+  Result<std::vector<ClaimRequest>> refused =
+      cache_->read("training", {"gpu-nic", "", "gpu-and-nic"});
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.error().message.find("401"), std::string::npos) << refused.error().message;
 }

@@ -32,16 +32,16 @@ const std::vector<std::string> kClasses = defaultWebhookPolicy().dra_device_clas
 class ApiObjects {
 public:
   // The ResourceClaimSpec behind `source`, as the webhook's reader answers.
-  Result<json> read(const std::string& ns, const PodClaimSource& source) {
+  Result<std::vector<ClaimRequest>> read(const std::string& ns, const PodClaimSource& source) {
     reads_.push_back(ns + "/" + source.claim_name + source.template_name);
     if (ns != "training") {
       return makeError("not found");
     }
     if (source.template_name == "gpu-and-nic") {
-      return readJson("gpu-and-nic.template.json")["spec"]["spec"];
+      return claimRequests(readJson("gpu-and-nic.template.json")["spec"]["spec"]);
     }
     if (source.claim_name == "shared-nics") {
-      return readJson("shared-nics.claim.json")["spec"];
+      return claimRequests(readJson("shared-nics.claim.json")["spec"]);
     }
     return makeError("resourceclaims.resource.k8s.io \"" + source.claim_name + "\" not found");
   }
@@ -69,17 +69,36 @@ bool hasIpcLock(const json& container) {
   return std::find(add.begin(), add.end(), "IPC_LOCK") != add.end();
 }
 
+TEST(DraClaims, ClaimRequestsAreReadWithTheClassesThatMayServeThem) {
+  const std::vector<ClaimRequest> requests =
+      claimRequests(readJson("shared-nics.claim.json")["spec"]);
+  ASSERT_EQ(requests.size(), 2u);
+  EXPECT_EQ(requests[0].name, "nics");
+  EXPECT_EQ(requests[0].device_classes,
+            (std::vector<std::string>{"roce.rdma.kube-rdma.io", "ib.rdma.kube-rdma.io"}));
+  EXPECT_EQ(requests[1].device_classes,
+            (std::vector<std::string>{"rdma.kube-rdma.io", "gpu.nvidia.com"}));
+  EXPECT_TRUE(claimRequests(json::object()).empty());
+  EXPECT_TRUE(claimRequests(json::parse(R"({"devices": {"requests": 3}})")).empty());
+  // A request of another shape is kept, with no class that could make it RDMA.
+  const std::vector<ClaimRequest> odd =
+      claimRequests(json::parse(R"({"devices": {"requests": [{"name": "a", "exactly": 7},
+                                                              {"name": "b", "firstAvailable": {}}]}})"));
+  ASSERT_EQ(odd.size(), 2u);
+  EXPECT_EQ(odd[0].device_classes, (std::vector<std::string>{""}));
+  EXPECT_TRUE(odd[1].device_classes.empty());
+  EXPECT_TRUE(rdmaRequestNames(odd, kClasses).empty());
+}
+
 TEST(DraClaims, RequestsOfTheRdmaClassesAreRdmaRequests) {
-  EXPECT_EQ(rdmaRequestNames(readJson("gpu-and-nic.template.json")["spec"]["spec"], kClasses),
-            (std::set<std::string>{"nic"}));
+  const std::vector<ClaimRequest> from_template =
+      claimRequests(readJson("gpu-and-nic.template.json")["spec"]["spec"]);
+  EXPECT_EQ(rdmaRequestNames(from_template, kClasses), (std::set<std::string>{"nic"}));
   // "nics" has only RDMA alternatives; "nic-or-gpu" may be met by a GPU.
-  EXPECT_EQ(rdmaRequestNames(readJson("shared-nics.claim.json")["spec"], kClasses),
+  EXPECT_EQ(rdmaRequestNames(claimRequests(readJson("shared-nics.claim.json")["spec"]), kClasses),
             (std::set<std::string>{"nics"}));
-  EXPECT_TRUE(
-      rdmaRequestNames(readJson("gpu-and-nic.template.json")["spec"]["spec"], {"gpu.nvidia.com"})
-          .contains("gpu"));
-  EXPECT_TRUE(rdmaRequestNames(json::object(), kClasses).empty());
-  EXPECT_TRUE(rdmaRequestNames(json::parse(R"({"devices": {"requests": 3}})"), kClasses).empty());
+  EXPECT_TRUE(rdmaRequestNames(from_template, {"gpu.nvidia.com"}).contains("gpu"));
+  EXPECT_TRUE(rdmaRequestNames({{"", {"rdma.kube-rdma.io"}}}, kClasses).empty()); // no name
 }
 
 TEST(DraClaims, PodClaimSourcesNameAClaimOrATemplate) {

@@ -157,6 +157,20 @@ TEST(Review, BodiesThatAreNotAdmissionReviewsAre400WithAMessage) {
   }
 }
 
+TEST(Review, ABodyNestingToTheLimitIsReadAndOneLevelMoreIsNot) {
+  // review, request and object are three levels; the arrays in the object make up the rest.
+  const auto nestedTo = [](size_t levels) {
+    const size_t arrays = levels - 3;
+    return R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u",)"
+           R"("operation":"CREATE","kind":{"group":"","kind":"Pod"},"object":{"x":)" +
+           std::string(arrays, '[') + std::string(arrays, ']') + "}}}";
+  };
+  EXPECT_EQ(reviewAdmission(nestedTo(100), defaultWebhookPolicy()).http_status, 200);
+  const ReviewOutcome deeper = reviewAdmission(nestedTo(101), defaultWebhookPolicy());
+  EXPECT_EQ(deeper.http_status, 400);
+  EXPECT_EQ(deeper.body, "body nests deeper than 100 levels");
+}
+
 TEST(Review, BracketsInsideStringsDoNotCountAsNesting) {
   json pod = rdmaPod();
   pod["metadata"]["annotations"] = {{"example.com/brackets", std::string(500, '[') + "\\\"{"}};
