@@ -286,28 +286,6 @@ ApiResult<json> ApiClient::update(const std::string& path, const json& object) {
   return call("PUT", path, &object);
 }
 
-ApiResult<json> ApiClient::updateWithRetry(const std::string& path, const Mutation& mutate,
-                                           int max_attempts) {
-  ApiResult<json> outcome = ApiError{0, "", "PUT " + path + ": no attempt made"};
-  for (int attempt = 0; attempt < max_attempts; ++attempt) {
-    ApiResult<json> current = get(path);
-    if (!current) {
-      return current.error();
-    }
-    json object = std::move(*current);
-    if (Status mutated = mutate(object); !mutated) {
-      return ApiError{0, "", mutated.error().message};
-    }
-    outcome = update(path, object);
-    if (outcome || outcome.error().code != 409) {
-      return outcome;
-    }
-  }
-  ApiError conflict = outcome.error();
-  conflict.message += " (gave up after " + std::to_string(max_attempts) + " attempts)";
-  return conflict;
-}
-
 ApiResult<json> ApiClient::remove(const std::string& path) {
   return call("DELETE", path, nullptr);
 }

@@ -85,11 +85,6 @@ public:
   // PUT; with metadata.resourceVersion set, the server refuses (409 Conflict) when the object
   // changed since that version.
   ApiResult<nlohmann::json> update(const std::string& path, const nlohmann::json& object);
-  // GET, mutate, PUT with the version read; on 409 Conflict again from the GET, at most
-  // `max_attempts` times. A mutation that fails ends it with its error (code 0).
-  using Mutation = std::function<Status(nlohmann::json& object)>;
-  ApiResult<nlohmann::json> updateWithRetry(const std::string& path, const Mutation& mutate,
-                                            int max_attempts = 5);
   // DELETE; answers the object as it was deleted.
   ApiResult<nlohmann::json> remove(const std::string& path);
 

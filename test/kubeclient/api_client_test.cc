@@ -186,52 +186,6 @@ TEST_F(ApiClientTest, AStaleResourceVersionIsAConflict) {
       R"(Operation cannot be fulfilled on resourceslices.resource.k8s.io "s": the object has been modified; please apply your changes to the latest version and try again)");
 }
 
-TEST_F(ApiClientTest, UpdateWithRetryReappliesTheChangeAfterAConflict) {
-  ApiClientPtr api = client(config());
-  ASSERT_TRUE(api->create(slicesPath(), slice("s", "node-a", "rdma")));
-  int calls = 0;
-  ApiResult<json> updated = api->updateWithRetry(slicePath("s"), [&](json& object) {
-    if (++calls == 1) {
-      // Another writer changes the slice between our GET and our PUT.
-      json theirs = *simulator_->object("resourceslices", "", "s");
-      theirs["metadata"]["labels"]["other"] = "writer";
-      simulator_->put("resourceslices", theirs);
-    }
-    object["spec"]["pool"]["generation"] = 5;
-    return Status(Ok{});
-  });
-  ASSERT_TRUE(updated) << describe(updated.error());
-  EXPECT_EQ(calls, 2);
-  const json stored = *simulator_->object("resourceslices", "", "s");
-  EXPECT_EQ(stored["spec"]["pool"]["generation"], 5);
-  EXPECT_EQ(stored["metadata"]["labels"]["other"], "writer");
-}
-
-TEST_F(ApiClientTest, UpdateWithRetryGivesUpAfterItsAttempts) {
-  ApiClientPtr api = client(config());
-  ASSERT_TRUE(api->create(slicesPath(), slice("s", "node-a", "rdma")));
-  int calls = 0;
-  ApiResult<json> updated = api->updateWithRetry(
-      slicePath("s"),
-      [&](json& object) {
-        json theirs = *simulator_->object("resourceslices", "", "s");
-        theirs["metadata"]["labels"]["n"] = std::to_string(++calls);
-        simulator_->put("resourceslices", theirs);
-        object["spec"]["pool"]["generation"] = 9;
-        return Status(Ok{});
-      },
-      3);
-  ASSERT_FALSE(updated);
-  EXPECT_EQ(calls, 3);
-  EXPECT_EQ(updated.error().code, 409);
-  EXPECT_THAT(updated.error().message, HasSubstr("(gave up after 3 attempts)"));
-
-  ApiResult<json> refused = api->updateWithRetry(
-      slicePath("s"), [](json&) { return Status(makeError("pool has no devices")); });
-  ASSERT_FALSE(refused);
-  EXPECT_EQ(refused.error().message, "pool has no devices");
-}
-
 TEST_F(ApiClientTest, KeepAliveServesManyRequestsOnOneConnection) {
   ApiClientPtr api = client(config());
   ASSERT_TRUE(api->create(slicesPath(), slice("s", "node-a", "rdma")));
