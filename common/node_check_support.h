@@ -2,12 +2,14 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "common/device_model.h"
 #include "common/node_checks.h"
+#include "common/strings.h"
 
 // What the node checks of every area use (node_checks*.cc); not for other callers.
 namespace kube_rdma {
@@ -38,6 +40,19 @@ struct LinkEnd {
   bool gpu = false;
 };
 std::vector<LinkEnd> linkEnds(const NodeTopology& topology);
+
+// "<label of a value> on <its names>" for each value, in the values' order: how a check that
+// groups ports or devices by what they read ("MTU 9000 on eth2, eth3") says what it found.
+template <typename Value, typename Label>
+std::vector<std::string> namesByValue(const std::map<Value, std::vector<std::string>>& groups,
+                                      const Label& label) {
+  std::vector<std::string> out;
+  out.reserve(groups.size());
+  for (const auto& [value, names] : groups) {
+    out.push_back(label(value) + " on " + joinStrings(names, ", "));
+  }
+  return out;
+}
 
 // The first line of a /proc file that starts with `prefix`, "" when there is none.
 std::string lineStartingWith(const std::string& text, const std::string& prefix);

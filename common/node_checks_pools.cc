@@ -38,12 +38,9 @@ Check checkPoolRates(const NodeTopology& topology, const PluginConfig& config,
       }
     }
     if (by_rate.size() > 1) {
-      std::vector<std::string> parts;
-      parts.reserve(by_rate.size());
-      for (const auto& [rate, ports] : by_rate) {
-        parts.push_back(std::to_string(rate) + " Gb/s on " + joinStrings(ports, ", "));
-      }
-      mixed.push_back(pool.spec.resource_name + ": " + joinStrings(parts, "; "));
+      const auto gbps = [](uint32_t rate) { return std::to_string(rate) + " Gb/s"; };
+      mixed.push_back(pool.spec.resource_name + ": " +
+                      joinStrings(namesByValue(by_rate, gbps), "; "));
     } else if (by_rate.size() == 1) {
       uniform.push_back(pool.spec.resource_name + " " + std::to_string(by_rate.begin()->first) +
                         " Gb/s");

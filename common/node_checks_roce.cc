@@ -64,11 +64,8 @@ Check checkRoceMtu(const NodeTopology& topology, const PluginConfig& config,
     check.detail = "no RoCE data ports";
     return check;
   }
-  std::vector<std::string> groups;
-  groups.reserve(by_mtu.size());
-  for (const auto& [mtu, netdevs] : by_mtu) {
-    groups.push_back("MTU " + std::to_string(mtu) + " on " + joinStrings(netdevs, ", "));
-  }
+  std::vector<std::string> groups =
+      namesByValue(by_mtu, [](uint64_t mtu) { return "MTU " + std::to_string(mtu); });
   if (!unreadable.empty()) {
     check.verdict = Verdict::kUnknown;
     groups.push_back("MTU unreadable on " + joinStrings(unreadable, ", "));

@@ -61,11 +61,8 @@ Check checkFirmware(const NodeTopology& topology, const NodeSnapshot& snapshot) 
       same.push_back(type + " " + versions.begin()->first);
       continue;
     }
-    std::vector<std::string> parts;
-    for (const auto& [fw, devices] : versions) {
-      parts.push_back(fw + " on " + joinStrings(devices, ", "));
-    }
-    drift.push_back(type + ": " + joinStrings(parts, "; "));
+    const auto as_is = [](const std::string& fw) { return fw; };
+    drift.push_back(type + ": " + joinStrings(namesByValue(versions, as_is), "; "));
   }
   if (by_type.empty()) {
     check.detail = "no HCAs with a type";
