@@ -4,8 +4,8 @@
 
 namespace kube_rdma {
 
-Result<std::string> ApiClaimReader::getResourceClaim(const std::string& namespace_name,
-                                                     const std::string& name) {
+Result<nlohmann::json> ApiClaimReader::getResourceClaim(const std::string& namespace_name,
+                                                        const std::string& name) {
   Result<std::string> path = objectPath(kResourceClaims, namespace_name, name);
   if (!path.ok()) {
     return path.error();
@@ -14,7 +14,7 @@ Result<std::string> ApiClaimReader::getResourceClaim(const std::string& namespac
   if (!claim.ok()) {
     return toError(claim.error());
   }
-  return claim->dump();
+  return std::move(*claim);
 }
 
 } // namespace kube_rdma

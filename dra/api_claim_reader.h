@@ -15,8 +15,8 @@ public:
   explicit ApiClaimReader(ApiClient& api) : api_(api) {}
 
   // ClaimReader
-  Result<std::string> getResourceClaim(const std::string& namespace_name,
-                                       const std::string& name) override;
+  Result<nlohmann::json> getResourceClaim(const std::string& namespace_name,
+                                          const std::string& name) override;
 
 private:
   ApiClient& api_;

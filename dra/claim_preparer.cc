@@ -1,7 +1,5 @@
 #include "dra/claim_preparer.h"
 
-#include "common/json_reader.h"
-
 namespace kube_rdma {
 
 Result<std::vector<PreparedDevice>> ClaimPreparer::prepare(const ClaimRef& claim) {
@@ -12,18 +10,14 @@ Result<std::vector<PreparedDevice>> ClaimPreparer::prepare(const ClaimRef& claim
 }
 
 Result<std::vector<PreparedDevice>> ClaimPreparer::readAndPrepare(const ClaimRef& claim) {
-  auto text = reader_.getResourceClaim(claim.namespace_name, claim.name);
-  if (!text.ok()) {
+  Result<nlohmann::json> object = reader_.getResourceClaim(claim.namespace_name, claim.name);
+  if (!object.ok()) {
     return makeError("cannot read ResourceClaim " + claim.namespace_name + "/" + claim.name + ": " +
-                     text.error().message);
-  }
-  auto json = parseJsonDocument(*text, "ResourceClaim");
-  if (!json.ok()) {
-    return json.error();
+                     object.error().message);
   }
   Result<PreparedClaim> prepared = [&] {
     std::lock_guard lock(topology_mutex_);
-    return renderClaim(*json, claim, topology_, context_);
+    return renderClaim(*object, claim, topology_, context_);
   }();
   if (!prepared.ok()) {
     logger_.error("cannot prepare claim", {{"claim", claim.namespace_name + "/" + claim.name},

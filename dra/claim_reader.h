@@ -1,7 +1,8 @@
 #pragma once
 
-#include <memory>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "common/result.h"
 
@@ -13,12 +14,11 @@ class ClaimReader {
 public:
   virtual ~ClaimReader() = default;
   /**
-   * @return the ResourceClaim's JSON as the API server sent it, or an error saying why not (the
-   * API's Status message when it gave one).
+   * @return the ResourceClaim as the API server sent it, or an error saying why not (the API's
+   * Status message when it gave one).
    */
-  virtual Result<std::string> getResourceClaim(const std::string& namespace_name,
-                                               const std::string& name) = 0;
+  virtual Result<nlohmann::json> getResourceClaim(const std::string& namespace_name,
+                                                  const std::string& name) = 0;
 };
-using ClaimReaderPtr = std::unique_ptr<ClaimReader>;
 
 } // namespace kube_rdma

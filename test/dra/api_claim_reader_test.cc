@@ -21,14 +21,14 @@ TEST_F(ApiClaimReaderTest, ReadsTheClaimAsTheApiServerHasIt) {
   const json stored =
       api_.simulator().put("resourceclaims", json::parse(readTestData("claim-two-nics.json")));
   ApiClaimReader reader(api_.api());
-  Result<std::string> claim = reader.getResourceClaim("ml", "train-0-rdma-x7k2p");
+  Result<json> claim = reader.getResourceClaim("ml", "train-0-rdma-x7k2p");
   ASSERT_TRUE(claim.ok()) << claim.error().message;
-  EXPECT_EQ(json::parse(*claim), stored);
+  EXPECT_EQ(*claim, stored);
 }
 
 TEST_F(ApiClaimReaderTest, PassesOnTheApiServersMessage) {
   ApiClaimReader reader(api_.api());
-  Result<std::string> missing = reader.getResourceClaim("ml", "no-such-claim");
+  Result<json> missing = reader.getResourceClaim("ml", "no-such-claim");
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.error().message.find("\"no-such-claim\" not found"), std::string::npos)
       << missing.error().message;
@@ -37,7 +37,7 @@ TEST_F(ApiClaimReaderTest, PassesOnTheApiServersMessage) {
 TEST_F(ApiClaimReaderTest, RefusesAnEmptyNamespaceBeforeAsking) {
   ApiClaimReader reader(api_.api());
   const size_t before = api_.simulator().requestCount();
-  Result<std::string> claim = reader.getResourceClaim("", "x");
+  Result<json> claim = reader.getResourceClaim("", "x");
   ASSERT_FALSE(claim.ok());
   EXPECT_EQ(api_.simulator().requestCount(), before);
   // The same reader does reach the server. (The simulator's stop can hang when it never got a

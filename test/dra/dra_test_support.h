@@ -47,13 +47,13 @@ public:
       : files_(std::move(files)) {}
 
   // ClaimReader
-  Result<std::string> getResourceClaim(const std::string& namespace_name,
-                                       const std::string& name) override {
+  Result<nlohmann::json> getResourceClaim(const std::string& namespace_name,
+                                          const std::string& name) override {
     const auto it = files_.find(namespace_name + "/" + name);
     if (it == files_.end()) {
       return makeError("resourceclaims.resource.k8s.io \"" + name + "\" not found");
     }
-    return readTestData(it->second);
+    return nlohmann::json::parse(readTestData(it->second));
   }
 
 private:
