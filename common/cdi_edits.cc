@@ -20,4 +20,39 @@ nlohmann::ordered_json memlockHook(const MemlockHookConfig& memlock) {
             "--log-file=" + memlock.log_file}}};
 }
 
+nlohmann::ordered_json cdiSpec(const std::string& kind, const std::vector<CdiDevice>& devices,
+                               const std::vector<std::string>& env, nlohmann::ordered_json mounts,
+                               const MemlockHookConfig& memlock) {
+  using Json = nlohmann::ordered_json;
+  Json device_list = Json::array();
+  for (const CdiDevice& device : devices) {
+    device_list.push_back({{"name", device.name},
+                           {"containerEdits",
+                            {{"deviceNodes", Json::array({{{"path", device.uverbs_path},
+                                                           {"permissions", "rw"}}})}}}});
+  }
+  Json variables = Json::array({kCdiMarkerEnv});
+  for (const std::string& variable : env) {
+    variables.push_back(variable);
+  }
+  Json edits = {{"env", std::move(variables)}, {"deviceNodes", Json::array({rdmaCmDeviceNode()})}};
+  if (!mounts.empty()) {
+    edits["mounts"] = std::move(mounts);
+  }
+  if (Json hook = memlockHook(memlock); !hook.is_null()) {
+    edits["hooks"] = Json::array({std::move(hook)});
+  }
+  return {{"cdiVersion", "0.5.0"},
+          {"kind", kind},
+          {"devices", std::move(device_list)},
+          {"containerEdits", std::move(edits)}};
+}
+
+std::string cdiSpecFile(const std::string& cdi_dir, const std::string& kind,
+                        const std::string& suffix) {
+  std::string file = kind;
+  file[file.find('/')] = '-';
+  return cdi_dir + "/" + file + suffix + ".json";
+}
+
 } // namespace kube_rdma

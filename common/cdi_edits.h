@@ -1,5 +1,8 @@
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include <nlohmann/json.hpp>
 
 #include "common/plugin_config.h"
@@ -19,5 +22,21 @@ nlohmann::ordered_json rdmaCmDeviceNode();
 // The createRuntime hook that runs kube-rdma-memlock-hook (docs/memlock.md); null when the limit
 // is off.
 nlohmann::ordered_json memlockHook(const MemlockHookConfig& memlock);
+
+// A device of a CDI spec: its name and the uverbs node it gives the container.
+struct CdiDevice {
+  std::string name;
+  std::string uverbs_path;
+};
+
+// A CDI spec of `kind` with `devices` and the spec-level edits: the marker and `env`, rdma_cm,
+// `mounts` when not empty, and the memlock hook.
+nlohmann::ordered_json cdiSpec(const std::string& kind, const std::vector<CdiDevice>& devices,
+                               const std::vector<std::string>& env, nlohmann::ordered_json mounts,
+                               const MemlockHookConfig& memlock);
+
+// Where a spec of `kind` goes in `cdi_dir`: "<vendor>-<class><suffix>.json".
+std::string cdiSpecFile(const std::string& cdi_dir, const std::string& kind,
+                        const std::string& suffix = "");
 
 } // namespace kube_rdma

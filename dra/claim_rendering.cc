@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/cdi_edits.h"
+#include "common/json_members.h"
 #include "common/json_reader.h"
 #include "common/nccl_settings.h"
 #include "common/pools.h"
@@ -14,19 +15,6 @@ namespace kube_rdma {
 namespace {
 
 using Json = nlohmann::ordered_json;
-
-const nlohmann::json* member(const nlohmann::json& object, const char* key) {
-  if (!object.is_object()) {
-    return nullptr;
-  }
-  const auto it = object.find(key);
-  return it == object.end() ? nullptr : &*it;
-}
-
-std::string stringMember(const nlohmann::json& object, const char* key) {
-  const nlohmann::json* value = member(object, key);
-  return value != nullptr && value->is_string() ? value->get<std::string>() : "";
-}
 
 // A UID names files on the node: a UUID's characters only.
 bool isUid(const std::string& uid) {
@@ -63,7 +51,7 @@ bool covers(const nlohmann::json* requests, const std::vector<ClaimedPort>& clai
 // each in the order given.
 Result<RdmaConfig> mergedConfig(const nlohmann::json& devices_status,
                                 const std::vector<ClaimedPort>& claimed, RdmaConfig base) {
-  const nlohmann::json* configs = member(devices_status, "config");
+  const nlohmann::json* configs = jsonMember(devices_status, "config");
   if (configs == nullptr || !configs->is_array()) {
     return base;
   }
@@ -72,20 +60,20 @@ Result<RdmaConfig> mergedConfig(const nlohmann::json& devices_status,
     order[i] = i;
   }
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return stringMember((*configs)[a], "source") == "FromClass" &&
-           stringMember((*configs)[b], "source") != "FromClass";
+    return jsonStringMember((*configs)[a], "source") == "FromClass" &&
+           jsonStringMember((*configs)[b], "source") != "FromClass";
   });
   std::vector<std::string> errors;
   for (const size_t i : order) {
     const nlohmann::json& entry = (*configs)[i];
-    const nlohmann::json* opaque = member(entry, "opaque");
-    if (opaque == nullptr || stringMember(*opaque, "driver") != kDraDriverName ||
-        !covers(member(entry, "requests"), claimed)) {
+    const nlohmann::json* opaque = jsonMember(entry, "opaque");
+    if (opaque == nullptr || jsonStringMember(*opaque, "driver") != kDraDriverName ||
+        !covers(jsonMember(entry, "requests"), claimed)) {
       continue;
     }
     const std::string path =
         jsonIndexPath("status.allocation.devices.config", i) + ".opaque.parameters";
-    const nlohmann::json* parameters = member(*opaque, "parameters");
+    const nlohmann::json* parameters = jsonMember(*opaque, "parameters");
     if (parameters == nullptr) {
       errors.push_back(path + ": missing; an RdmaConfig object is expected");
       continue;
@@ -107,44 +95,34 @@ Result<RdmaConfig> mergedConfig(const nlohmann::json& devices_status,
   return base;
 }
 
-Json cdiSpec(const ClaimRef& ref, const std::vector<ClaimedPort>& claimed, const NcclEnv& env,
-             const ClaimFile* nccl_conf, const NcclPoolOptions& nccl,
-             const MemlockHookConfig& memlock) {
-  Json devices = Json::array();
+Json claimCdiSpec(const ClaimRef& ref, const std::vector<ClaimedPort>& claimed, const NcclEnv& env,
+                  const ClaimFile* nccl_conf, const NcclPoolOptions& nccl,
+                  const MemlockHookConfig& memlock) {
+  std::vector<CdiDevice> devices;
+  devices.reserve(claimed.size());
   for (const auto& c : claimed) {
-    devices.push_back({{"name", ref.uid + "-" + c.port.name},
-                       {"containerEdits",
-                        {{"deviceNodes", Json::array({{{"path", c.port.device->uverbsDevicePath()},
-                                                       {"permissions", "rw"}}})}}}});
+    devices.push_back({ref.uid + "-" + c.port.name, c.port.device->uverbsDevicePath()});
   }
-  Json variables = Json::array({kCdiMarkerEnv});
+  std::vector<std::string> variables;
   for (const auto& [name, value] : env) {
     if (name.starts_with("KUBE_RDMA_")) {
       variables.push_back(name + "=" + value);
     }
   }
   variables.push_back("KUBE_RDMA_CLAIM=" + ref.namespace_name + "/" + ref.name);
-  Json edits = {{"env", std::move(variables)}, {"deviceNodes", Json::array({rdmaCmDeviceNode()})}};
+  Json mounts = Json::array();
   if (nccl_conf != nullptr) {
-    edits["mounts"] = Json::array({{{"hostPath", nccl_conf->path},
-                                    {"containerPath", nccl.nccl_conf_path},
-                                    {"options", {"ro", "nosuid", "nodev", "bind"}}}});
+    mounts.push_back({{"hostPath", nccl_conf->path},
+                      {"containerPath", nccl.nccl_conf_path},
+                      {"options", {"ro", "nosuid", "nodev", "bind"}}});
   }
-  if (auto hook = memlockHook(memlock); !hook.is_null()) {
-    edits["hooks"] = Json::array({std::move(hook)});
-  }
-  return {{"cdiVersion", "0.5.0"},
-          {"kind", kDraCdiKind},
-          {"devices", std::move(devices)},
-          {"containerEdits", std::move(edits)}};
+  return cdiSpec(kDraCdiKind, devices, variables, std::move(mounts), memlock);
 }
 
 } // namespace
 
 std::string claimCdiSpecPath(const std::string& cdi_dir, const std::string& uid) {
-  std::string kind = kDraCdiKind;
-  kind[kind.find('/')] = '-';
-  return cdi_dir + "/" + kind + "_" + uid + ".json";
+  return cdiSpecFile(cdi_dir, kDraCdiKind, "_" + uid);
 }
 
 std::string claimNcclConfPath(const std::string& state_dir, const std::string& uid) {
@@ -158,16 +136,16 @@ Result<PreparedClaim> renderClaim(const nlohmann::json& claim, const ClaimRef& r
     return makeError(what + ": the kubelet's claim UID \"" + ref.uid +
                      "\" is not a UID (lower-case letters, digits and '-')");
   }
-  const nlohmann::json* metadata = member(claim, "metadata");
-  const std::string uid = metadata != nullptr ? stringMember(*metadata, "uid") : "";
+  const nlohmann::json* metadata = jsonMember(claim, "metadata");
+  const std::string uid = metadata != nullptr ? jsonStringMember(*metadata, "uid") : "";
   if (uid != ref.uid) {
     return makeError(what + " has metadata.uid \"" + uid + "\", the kubelet asked for \"" +
                      ref.uid + "\" (deleted and re-created?)");
   }
-  const nlohmann::json* status = member(claim, "status");
-  const nlohmann::json* allocation = status ? member(*status, "allocation") : nullptr;
-  const nlohmann::json* devices_status = allocation ? member(*allocation, "devices") : nullptr;
-  const nlohmann::json* results = devices_status ? member(*devices_status, "results") : nullptr;
+  const nlohmann::json* status = jsonMember(claim, "status");
+  const nlohmann::json* allocation = status ? jsonMember(*status, "allocation") : nullptr;
+  const nlohmann::json* devices_status = allocation ? jsonMember(*allocation, "devices") : nullptr;
+  const nlohmann::json* results = devices_status ? jsonMember(*devices_status, "results") : nullptr;
   if (results == nullptr || !results->is_array()) {
     return makeError(what + " has no status.allocation.devices.results: not allocated");
   }
@@ -177,11 +155,11 @@ Result<PreparedClaim> renderClaim(const nlohmann::json& claim, const ClaimRef& r
   std::vector<ClaimedPort> claimed;
   for (size_t i = 0; i < results->size(); ++i) {
     const nlohmann::json& result = (*results)[i];
-    if (stringMember(result, "driver") != kDraDriverName ||
-        stringMember(result, "pool") != context.node_name) {
+    if (jsonStringMember(result, "driver") != kDraDriverName ||
+        jsonStringMember(result, "pool") != context.node_name) {
       continue;
     }
-    const std::string device = stringMember(result, "device");
+    const std::string device = jsonStringMember(result, "device");
     const auto port = std::find_if(published.begin(), published.end(),
                                    [&](const DraPort& p) { return p.name == device; });
     if (port == published.end()) {
@@ -193,8 +171,8 @@ Result<PreparedClaim> renderClaim(const nlohmann::json& claim, const ClaimRef& r
                        ") has no uverbs device node, so a container could not use it");
     }
     claimed.push_back(ClaimedPort{*port, static_cast<size_t>(port - published.begin()),
-                                  stringMember(result, "request"),
-                                  stringMember(result, "shareID")});
+                                  jsonStringMember(result, "request"),
+                                  jsonStringMember(result, "shareID")});
   }
   // NCCL_IB_HCA and the CDI devices in the node's order, whatever order the scheduler chose.
   std::stable_sort(claimed.begin(), claimed.end(), [](const auto& a, const auto& b) {
@@ -246,7 +224,7 @@ Result<PreparedClaim> renderClaim(const nlohmann::json& claim, const ClaimRef& r
   MemlockHookConfig memlock = context.config.memlock;
   memlock.limit = config->memlock;
   const ClaimFile* nccl_conf = prepared.files.empty() ? nullptr : &prepared.files.front();
-  const Json spec = cdiSpec(ref, ports, *env, nccl_conf, config->nccl, memlock);
+  const Json spec = claimCdiSpec(ref, ports, *env, nccl_conf, config->nccl, memlock);
   prepared.files.push_back(
       ClaimFile{claimCdiSpecPath(context.cdi_dir, ref.uid), spec.dump(2) + "\n"});
   for (const auto& c : claimed) {

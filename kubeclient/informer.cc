@@ -3,6 +3,8 @@
 #include <charconv>
 #include <utility>
 
+#include "common/json_members.h"
+
 namespace kube_rdma {
 namespace {
 
@@ -16,14 +18,6 @@ std::optional<uint64_t> versionNumber(const std::string& version) {
     return std::nullopt;
   }
   return number;
-}
-
-std::string nameOf(const json& object) {
-  const auto metadata = object.find("metadata");
-  if (metadata == object.end() || !metadata->is_object()) {
-    return "";
-  }
-  return metadata->value("name", "");
 }
 
 // A watch that ends this soon without an event counts as failed: a server (or proxy) that closes
@@ -71,7 +65,7 @@ InformerStatus Informer::status() const {
 
 void Informer::remember(const json& object) {
   const std::lock_guard<std::mutex> lock(mutex_);
-  const std::string name = nameOf(object);
+  const std::string name = metadataString(object, "name");
   if (!name.empty()) {
     objects_[name] = object;
   }
@@ -111,7 +105,7 @@ bool Informer::list() {
     const std::lock_guard<std::mutex> lock(mutex_);
     std::map<std::string, json> objects;
     for (json& object : listed->items) {
-      const std::string name = nameOf(object);
+      const std::string name = metadataString(object, "name");
       objects[name] = std::move(object);
     }
     // A write of ours that the list does not include yet stays (its event follows the list).
@@ -186,7 +180,7 @@ void Informer::watch() {
 }
 
 void Informer::apply(const std::string& type, const json& object) {
-  const std::string name = nameOf(object);
+  const std::string name = metadataString(object, "name");
   const std::lock_guard<std::mutex> lock(mutex_);
   if (const std::string version = resourceVersionOf(object); !version.empty()) {
     version_ = version;

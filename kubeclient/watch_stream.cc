@@ -1,5 +1,7 @@
 #include "kubeclient/watch_stream.h"
 
+#include "common/json_members.h"
+
 namespace kube_rdma {
 
 bool WatchLineBuffer::nextLine(std::string& line) {
@@ -28,12 +30,7 @@ ApiResult<WatchEvent> parseWatchEvent(std::string_view line) {
 }
 
 std::string resourceVersionOf(const nlohmann::json& object) {
-  const auto metadata = object.find("metadata");
-  if (metadata == object.end() || !metadata->is_object()) {
-    return "";
-  }
-  const auto version = metadata->find("resourceVersion");
-  return version != metadata->end() && version->is_string() ? version->get<std::string>() : "";
+  return metadataString(object, "resourceVersion");
 }
 
 } // namespace kube_rdma

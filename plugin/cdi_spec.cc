@@ -9,33 +9,18 @@ namespace kube_rdma {
 
 std::string cdiSpecJson(const NodePool& pool, const NodeTopology& topology,
                         const MemlockHookConfig& memlock) {
-  nlohmann::ordered_json spec;
-  spec["cdiVersion"] = "0.5.0";
-  spec["kind"] = cdiKind(pool.spec.resource_name);
-  spec["devices"] = nlohmann::ordered_json::array();
+  std::vector<CdiDevice> devices;
   for (const auto& name : pool.deviceNames()) {
     const RdmaDevice* device = topology.findDevice(name);
-    if (!device || device->uverbs.empty()) {
-      continue;
+    if (device != nullptr && !device->uverbs.empty()) {
+      devices.push_back({name, device->uverbsDevicePath()});
     }
-    spec["devices"].push_back(
-        {{"name", name},
-         {"containerEdits",
-          {{"deviceNodes", {{{"path", device->uverbsDevicePath()}, {"permissions", "rw"}}}}}}});
   }
-  using Json = nlohmann::ordered_json;
-  spec["containerEdits"] = {{"env", Json::array({kCdiMarkerEnv})},
-                            {"deviceNodes", Json::array({rdmaCmDeviceNode()})}};
-  if (auto hook = memlockHook(memlock); !hook.is_null()) {
-    spec["containerEdits"]["hooks"] = Json::array({std::move(hook)});
-  }
-  return spec.dump(2) + "\n";
+  return cdiSpec(cdiKind(pool.spec.resource_name), devices, {}, {}, memlock).dump(2) + "\n";
 }
 
 std::string cdiSpecPath(const std::string& cdi_dir, const std::string& resource_name) {
-  std::string kind = cdiKind(resource_name);
-  kind[kind.find('/')] = '-';
-  return cdi_dir + "/" + kind + ".json";
+  return cdiSpecFile(cdi_dir, cdiKind(resource_name));
 }
 
 } // namespace kube_rdma

@@ -2,26 +2,13 @@
 
 #include <algorithm>
 
+#include "common/json_members.h"
 #include "common/strings.h"
 
 namespace kube_rdma {
 namespace {
 
 using nlohmann::json;
-
-// A claim spec as read from the API server: nullptr when `object` is not an object or lacks `key`.
-const json* jsonMember(const json& object, std::string_view key) {
-  if (!object.is_object()) {
-    return nullptr;
-  }
-  auto it = object.find(key);
-  return it == object.end() ? nullptr : &*it;
-}
-
-std::string jsonString(const json& object, std::string_view key) {
-  const json* value = jsonMember(object, key);
-  return value != nullptr && value->is_string() ? value->get<std::string>() : "";
-}
 
 } // namespace
 
@@ -50,13 +37,13 @@ std::vector<ClaimRequest> claimRequests(const json& claim_spec) {
     return out;
   }
   for (const json& request : *requests) {
-    ClaimRequest& read = out.emplace_back(ClaimRequest{jsonString(request, "name"), {}});
+    ClaimRequest& read = out.emplace_back(ClaimRequest{jsonStringMember(request, "name"), {}});
     const json* first_available = jsonMember(request, "firstAvailable");
     if (const json* exactly = jsonMember(request, "exactly")) {
-      read.device_classes.push_back(jsonString(*exactly, "deviceClassName"));
+      read.device_classes.push_back(jsonStringMember(*exactly, "deviceClassName"));
     } else if (first_available != nullptr && first_available->is_array()) {
       for (const json& alternative : *first_available) {
-        read.device_classes.push_back(jsonString(alternative, "deviceClassName"));
+        read.device_classes.push_back(jsonStringMember(alternative, "deviceClassName"));
       }
     }
   }
