@@ -1,9 +1,12 @@
 #include "kubeclient/kubeconfig.h"
 
+#include <openssl/evp.h>
 #include <yaml-cpp/yaml.h>
 
+#include <climits>
 #include <cstdlib>
 #include <fstream>
+#include <memory>
 #include <sstream>
 
 namespace kube_rdma {
@@ -149,25 +152,6 @@ Result<ApiConfig> parseKubeconfigNodes(const YAML::Node& root,
   return config;
 }
 
-int base64Value(char c) {
-  if (c >= 'A' && c <= 'Z') {
-    return c - 'A';
-  }
-  if (c >= 'a' && c <= 'z') {
-    return c - 'a' + 26;
-  }
-  if (c >= '0' && c <= '9') {
-    return c - '0' + 52;
-  }
-  if (c == '+') {
-    return 62;
-  }
-  if (c == '/') {
-    return 63;
-  }
-  return -1;
-}
-
 } // namespace
 
 Result<std::string> readWholeFile(const std::filesystem::path& path) {
@@ -236,37 +220,22 @@ Result<ApiConfig> inClusterConfig(const std::filesystem::path& root,
 }
 
 Result<std::string> decodeBase64(std::string_view text) {
-  std::string out;
-  out.reserve(text.size() / 4 * 3);
-  unsigned int bits = 0;
-  int bit_count = 0;
-  size_t symbols = 0;
-  size_t padding = 0;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (c == '\n' || c == '\r' || c == ' ') {
-      continue;
-    }
-    if (c == '=') {
-      ++padding;
-      continue;
-    }
-    const int value = base64Value(c);
-    if (value < 0 || padding > 0) {
-      return makeError("not base64: unexpected '" + std::string(1, c) + "' at offset " +
-                       std::to_string(i));
-    }
-    ++symbols;
-    bits = (bits << 6) | static_cast<unsigned int>(value);
-    bit_count += 6;
-    if (bit_count >= 8) {
-      bit_count -= 8;
-      out += static_cast<char>((bits >> bit_count) & 0xFF);
-    }
+  // OpenSSL's PEM body decoder: skips line breaks and spaces, checks the alphabet and the padding.
+  std::unique_ptr<EVP_ENCODE_CTX, decltype(&EVP_ENCODE_CTX_free)> context(EVP_ENCODE_CTX_new(),
+                                                                          EVP_ENCODE_CTX_free);
+  std::string out(text.size() / 4 * 3 + 3, '\0');
+  auto* bytes = reinterpret_cast<unsigned char*>(out.data());
+  int written = 0;
+  int last = 0;
+  EVP_DecodeInit(context.get());
+  if (text.size() > INT_MAX ||
+      EVP_DecodeUpdate(context.get(), bytes, &written,
+                       reinterpret_cast<const unsigned char*>(text.data()),
+                       static_cast<int>(text.size())) < 0 ||
+      EVP_DecodeFinal(context.get(), bytes + written, &last) < 0) {
+    return makeError("not base64 (RFC 4648, padded with '=')");
   }
-  if (padding > 2 || (symbols + padding) % 4 != 0 || symbols % 4 == 1) {
-    return makeError("not base64: its length (with '=' padding) is not a multiple of 4");
-  }
+  out.resize(static_cast<size_t>(written) + static_cast<size_t>(last));
   return out;
 }
 

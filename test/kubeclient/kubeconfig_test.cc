@@ -140,7 +140,7 @@ INSTANTIATE_TEST_SUITE_P(
                       "not a valid kubeconfig"},
         BadKubeconfig{"BadBase64",
                       kubeconfig(kServer + "    certificate-authority-data: 'not*base64'\n", ""),
-                      "certificate-authority-data: not base64: unexpected '*' at offset 3"},
+                      "certificate-authority-data: not base64 (RFC 4648, padded with '=')"},
         BadKubeconfig{"MissingCaFile",
                       kubeconfig(kServer + "    certificate-authority: ca.crt\n", ""),
                       "certificate-authority: cannot read /cfg/ca.crt"},

@@ -3,8 +3,6 @@
 // the fuzz target.
 #pragma once
 
-#include <openssl/evp.h>
-
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -12,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "kubeclient/kubeconfig.h"
 #include "webhook/mutator.h"
 
 namespace kube_rdma::test_support {
@@ -28,25 +27,11 @@ inline nlohmann::json podCreateReview(const nlohmann::json& pod, const std::stri
             {"object", pod}}}};
 }
 
-// Padded standard base64; nullopt when `text` is not that.
+// Padded standard base64 (OpenSSL's decoder, as kubeconfig data is read); nullopt when `text` is
+// not that.
 inline std::optional<std::string> decodeBase64(const std::string& text) {
-  if (text.size() % 4 != 0) {
-    return std::nullopt;
-  }
-  std::string out(text.size() / 4 * 3, '\0');
-  const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                reinterpret_cast<const unsigned char*>(text.data()),
-                                static_cast<int>(text.size()));
-  if (n < 0) {
-    return std::nullopt;
-  }
-  // EVP_DecodeBlock counts the '=' padding as zero bytes.
-  size_t size = static_cast<size_t>(n);
-  for (size_t i = text.size(); i > 0 && text[i - 1] == '=' && size > 0; --i) {
-    --size;
-  }
-  out.resize(size);
-  return out;
+  Result<std::string> decoded = kube_rdma::decodeBase64(text);
+  return decoded ? std::optional<std::string>(std::move(*decoded)) : std::nullopt;
 }
 
 // A JSON value as the webhook reads it (simdjson's DOM), valid while this object lives.
