@@ -85,11 +85,6 @@ void WatchStop::stop() {
   }
 }
 
-bool WatchStop::stopped() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return stopped_;
-}
-
 Result<std::unique_ptr<ApiClient>> ApiClient::fromConfig(const ApiConfig& config,
                                                          ClientOptions options, ClockPtr clock) {
   Result<ServerAddress> address = parseServerUrl(config.server);

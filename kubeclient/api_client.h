@@ -58,7 +58,6 @@ struct WatchOptions {
 class WatchStop {
 public:
   void stop();
-  bool stopped() const;
 
 private:
   friend class ApiClient;

@@ -7,45 +7,6 @@
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
 
 namespace kube_rdma {
-namespace {
-
-class GrpcKubeletRegistrar final : public KubeletRegistrar {
-public:
-  GrpcKubeletRegistrar(std::string device_plugin_dir, std::chrono::milliseconds timeout)
-      : device_plugin_dir_(std::move(device_plugin_dir)), timeout_(timeout) {}
-
-  // KubeletRegistrar
-  Status registerPool(const RegistrationRequest& request) override {
-    const std::string socket = device_plugin_dir_ + "/" + kKubeletSocketName;
-    // A fresh channel each time: the kubelet's socket is a new inode after every restart.
-    auto channel = grpc::CreateChannel("unix:" + socket, grpc::InsecureChannelCredentials());
-    auto stub = v1beta1::Registration::NewStub(channel);
-    v1beta1::RegisterRequest message;
-    message.set_version(kDevicePluginApiVersion);
-    message.set_endpoint(request.endpoint);
-    message.set_resource_name(request.resource_name);
-    message.mutable_options()->set_get_preferred_allocation_available(
-        request.preferred_allocation_available);
-    grpc::ClientContext context;
-    // Fail fast when the socket is not there yet: kubelet.sock's creation event retries at once,
-    // whereas waiting for ready would sit in gRPC's reconnect backoff.
-    context.set_deadline(std::chrono::system_clock::now() + timeout_);
-    v1beta1::Empty reply;
-    const grpc::Status status = stub->Register(&context, message, &reply);
-    if (!status.ok()) {
-      return makeError("kubelet at " + socket + " refused to register " + request.resource_name +
-                       ": " + status.error_message());
-    }
-    return Ok{};
-  }
-
-private:
-  const std::string device_plugin_dir_;
-  const std::chrono::milliseconds timeout_;
-};
-
-} // namespace
-
 RegistrationMode chooseRegistrationMode(const std::string& plugin_registry_dir) {
   struct stat st {};
   const bool exists = !plugin_registry_dir.empty() &&
@@ -65,9 +26,29 @@ std::string poolSocketName(const std::string& resource_name) {
   return name + ".sock";
 }
 
-KubeletRegistrarPtr createKubeletRegistrar(const std::string& device_plugin_dir,
-                                           std::chrono::milliseconds timeout) {
-  return std::make_unique<GrpcKubeletRegistrar>(device_plugin_dir, timeout);
+Status registerWithKubelet(const std::string& device_plugin_dir, const RegistrationRequest& request,
+                           std::chrono::milliseconds timeout) {
+  const std::string socket = device_plugin_dir + "/" + kKubeletSocketName;
+  // A fresh channel each time: the kubelet's socket is a new inode after every restart.
+  auto channel = grpc::CreateChannel("unix:" + socket, grpc::InsecureChannelCredentials());
+  auto stub = v1beta1::Registration::NewStub(channel);
+  v1beta1::RegisterRequest message;
+  message.set_version(kDevicePluginApiVersion);
+  message.set_endpoint(request.endpoint);
+  message.set_resource_name(request.resource_name);
+  message.mutable_options()->set_get_preferred_allocation_available(
+      request.preferred_allocation_available);
+  grpc::ClientContext context;
+  // Fail fast when the socket is not there yet: kubelet.sock's creation event retries at once,
+  // whereas waiting for ready would sit in gRPC's reconnect backoff.
+  context.set_deadline(std::chrono::system_clock::now() + timeout);
+  v1beta1::Empty reply;
+  const grpc::Status status = stub->Register(&context, message, &reply);
+  if (!status.ok()) {
+    return makeError("kubelet at " + socket + " refused to register " + request.resource_name +
+                     ": " + status.error_message());
+  }
+  return Ok{};
 }
 
 } // namespace kube_rdma

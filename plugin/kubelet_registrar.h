@@ -1,7 +1,6 @@
 #pragma once
 
 #include <chrono>
-#include <memory>
 #include <string>
 
 #include "common/result.h"
@@ -29,16 +28,9 @@ struct RegistrationRequest {
   bool preferred_allocation_available = false;
 };
 
-// Classic registration: a Register RPC on <device_plugin_dir>/kubelet.sock.
-class KubeletRegistrar {
-public:
-  virtual ~KubeletRegistrar() = default;
-  /** @return Ok once the kubelet accepted, else the kubelet's (or the dial's) error. */
-  virtual Status registerPool(const RegistrationRequest& request) = 0;
-};
-using KubeletRegistrarPtr = std::unique_ptr<KubeletRegistrar>;
-
-KubeletRegistrarPtr createKubeletRegistrar(const std::string& device_plugin_dir,
-                                           std::chrono::milliseconds timeout);
+// Classic registration: a Register RPC on <device_plugin_dir>/kubelet.sock, given up after
+// `timeout`. Ok once the kubelet accepted, else the kubelet's (or the dial's) error.
+Status registerWithKubelet(const std::string& device_plugin_dir, const RegistrationRequest& request,
+                           std::chrono::milliseconds timeout);
 
 } // namespace kube_rdma

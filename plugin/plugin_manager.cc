@@ -42,8 +42,7 @@ size_t healthyCount(const DeviceList& list) {
 PluginManager::PluginManager(PluginFlags flags, FileWatcher& watcher, Logger& logger,
                              MetricsRegistry& metrics, ClockPtr clock)
     : flags_(std::move(flags)), watcher_(watcher), logger_(logger), metrics_(metrics),
-      mode_(chooseRegistrationMode(flags_.plugin_registry_dir)), state_(flags_.state_dir),
-      registrar_(createKubeletRegistrar(flags_.device_plugin_dir, kRegisterTimeout)) {
+      mode_(chooseRegistrationMode(flags_.plugin_registry_dir)), state_(flags_.state_dir) {
   if (!flags_.nfd_features_file.empty()) {
     nfd_ = std::make_unique<NfdFeatureWriter>(flags_.nfd_features_file, flags_.nfd_features_ttl,
                                               clock);
@@ -262,7 +261,7 @@ void PluginManager::registerPending(std::unique_lock<std::mutex>& lock) {
   for (auto& attempt : attempts) {
     const std::string& name = attempt.request.resource_name;
     const auto started = std::chrono::steady_clock::now();
-    auto status = registrar_->registerPool(attempt.request);
+    auto status = registerWithKubelet(flags_.device_plugin_dir, attempt.request, kRegisterTimeout);
     metrics_
         .counter(plugin_metrics::kRegistrations,
                  {{"resource", name}, {"outcome", status ? "ok" : "error"}})

@@ -53,7 +53,6 @@ public:
 
   std::string renderMetrics() const;
   Result<std::string> healthz() const;
-  RegistrationMode mode() const { return mode_; }
 
 private:
   struct Pool {
@@ -102,7 +101,6 @@ private:
   MetricsRegistry& metrics_;
   const RegistrationMode mode_;
   const StateWriter state_;
-  KubeletRegistrarPtr registrar_;
   std::unique_ptr<HealthWatcher> health_;
   // Only the event loop's thread uses them (in writeFiles), so they need no lock.
   std::unique_ptr<NfdFeatureWriter> nfd_;

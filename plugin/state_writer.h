@@ -21,8 +21,6 @@ public:
   /** @return the host path of the nccl.conf holding `content`. */
   Result<std::string> writeNcclConf(const std::string& content) const;
 
-  const std::string& dir() const { return state_dir_; }
-
 private:
   const std::string state_dir_;
 };

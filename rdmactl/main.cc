@@ -14,6 +14,7 @@
 #include "common/log.h"
 #include "common/node_snapshot.h"
 #include "common/plugin_config.h"
+#include "common/process_start.h"
 #include "common/sysfs_attributes.h"
 #include "common/verbs_discovery.h"
 #include "rdmactl/cli.h"
@@ -180,13 +181,8 @@ int run(const RdmactlOptions& opts) {
 
 int main(int argc, char** argv) {
   auto opts = kube_rdma::parseRdmactlArgs(std::vector<std::string>(argv + 1, argv + argc));
-  if (!opts) {
-    std::cerr << "rdmactl: " << opts.error().message << " (see --help)\n";
-    return 2;
-  }
-  if (!opts->exit_message.empty()) {
-    std::cout << opts->exit_message;
-    return 0;
+  if (const std::optional<int> code = kube_rdma::exitBeforeRunning("rdmactl", opts)) {
+    return *code;
   }
   return kube_rdma::run(*opts);
 }

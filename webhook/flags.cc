@@ -16,18 +16,6 @@ StoreDuration wholeSeconds(std::chrono::seconds& field) {
   };
 }
 
-// Checks HOST:PORT with parseListenAddress and hands the result to `store`.
-StoreText listenAddress(std::function<void(const std::string&, const ListenAddress&)> store) {
-  return [store = std::move(store)](const std::string& text) -> std::string {
-    Result<ListenAddress> address = parseListenAddress(text);
-    if (!address) {
-      return address.error().message;
-    }
-    store(text, *address);
-    return "";
-  };
-}
-
 } // namespace
 
 Result<WebhookFlags> parseWebhookFlags(const std::vector<std::string>& args) {
@@ -39,11 +27,17 @@ Result<WebhookFlags> parseWebhookFlags(const std::vector<std::string>& args) {
   app->add_option("--tls-private-key-file", flags.tls_private_key_file, "its private key (PEM)")
       ->type_name("FILE")
       ->required();
-  addCheckedOption(*app, "--listen-address",
-                   listenAddress([&flags](const std::string&, const ListenAddress& address) {
-                     flags.listen = address;
-                   }),
-                   "HTTPS address of /mutate, /healthz, /readyz and /metrics (default :8443)")
+  addCheckedOption(
+      *app, "--listen-address",
+      [&flags](const std::string& text) -> std::string {
+        Result<ListenAddress> address = parseListenAddress(text);
+        if (!address) {
+          return address.error().message;
+        }
+        flags.listen = *address;
+        return "";
+      },
+      "HTTPS address of /mutate, /healthz, /readyz and /metrics (default :8443)")
       ->type_name("HOST:PORT");
   app->add_option("--policy", flags.policy_file, "policy (JSON); default: the built-in policy")
       ->type_name("FILE");

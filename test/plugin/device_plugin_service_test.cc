@@ -76,8 +76,8 @@ protected:
     kubelet_->stop();
   }
   Status registerPool(const std::string& resource) {
-    return createKubeletRegistrar(dir_.path(), milliseconds(5000))
-        ->registerPool({resource, poolSocketName("rdma/hca"), true});
+    return registerWithKubelet(dir_.path(), {resource, poolSocketName("rdma/hca"), true},
+                               milliseconds(5000));
   }
 
   TempDir dir_;
