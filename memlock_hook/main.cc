@@ -48,8 +48,8 @@ struct Options {
   std::string print;    // --help or --version: printed instead of a run
 };
 
-// By hand rather than with common/command_line.h: that lives in kube_rdma_common, which pulls in
-// libibverbs, and this program is linked statically with kube_rdma_base alone.
+// By hand rather than with common/command_line.h (kube_rdma_common): this program is linked
+// statically with kube_rdma_base alone, and a bad argument must still let the container start.
 Options parseArgs(int argc, char** argv) {
   Options options;
   for (int i = 1; i < argc; ++i) {
