@@ -136,8 +136,7 @@ Result<PreparedClaim> renderClaim(const nlohmann::json& claim, const ClaimRef& r
     return makeError(what + ": the kubelet's claim UID \"" + ref.uid +
                      "\" is not a UID (lower-case letters, digits and '-')");
   }
-  const nlohmann::json* metadata = jsonMember(claim, "metadata");
-  const std::string uid = metadata != nullptr ? jsonStringMember(*metadata, "uid") : "";
+  const std::string uid = metadataString(claim, "uid");
   if (uid != ref.uid) {
     return makeError(what + " has metadata.uid \"" + uid + "\", the kubelet asked for \"" +
                      ref.uid + "\" (deleted and re-created?)");

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <random>
 
+#include "common/json_members.h"
 #include "dra/resource_slice.h"
 #include "kubeclient/api_paths.h"
 
@@ -90,18 +91,11 @@ const std::vector<OptionalFeature>& optionalFeatures() {
 }
 
 bool anyDeviceHas(const json& slice, const char* field) {
-  const auto spec = slice.find("spec");
-  if (spec == slice.end() || !spec->contains("devices") || !(*spec)["devices"].is_array()) {
-    return false;
-  }
-  const json& devices = (*spec)["devices"];
-  return std::any_of(devices.begin(), devices.end(), [&](const json& device) {
-    return device.is_object() && device.contains(field);
-  });
-}
-
-std::string sliceName(const json& slice) {
-  return slice.value("metadata", json::object()).value("name", "");
+  const json* spec = jsonMember(slice, "spec");
+  const json* devices = spec != nullptr ? jsonMember(*spec, "devices") : nullptr;
+  return devices != nullptr && devices->is_array() &&
+         std::any_of(devices->begin(), devices->end(),
+                     [&](const json& device) { return jsonMember(device, field) != nullptr; });
 }
 
 std::string sliceCollection() {
@@ -120,8 +114,9 @@ InformerOptions watchOptions(InformerOptions options, const std::string& node_na
 SliceChanges planSliceChanges(const std::vector<nlohmann::ordered_json>& wanted,
                               const std::vector<json>& listed, int64_t last_generation) {
   std::vector<json> sorted = listed;
-  std::sort(sorted.begin(), sorted.end(),
-            [](const json& a, const json& b) { return sliceName(a) < sliceName(b); });
+  std::sort(sorted.begin(), sorted.end(), [](const json& a, const json& b) {
+    return metadataString(a, "name") < metadataString(b, "name");
+  });
   std::vector<json> wanted_plain;
   wanted_plain.reserve(wanted.size());
   for (const nlohmann::ordered_json& slice : wanted) {
@@ -157,7 +152,7 @@ SliceChanges planSliceChanges(const std::vector<nlohmann::ordered_json>& wanted,
     }
   }
   for (size_t i = kept; i < sorted.size(); ++i) {
-    changes.remove.push_back(sliceName(sorted[i]));
+    changes.remove.push_back(metadataString(sorted[i], "name"));
   }
   return changes;
 }
@@ -289,7 +284,7 @@ Status SlicePublisher::readNodeUid() {
   if (!node.ok()) {
     return makeError("reading Node " + node_name_ + ": " + describe(node.error()));
   }
-  std::string uid = node->value("metadata", json::object()).value("uid", "");
+  std::string uid = metadataString(*node, "uid");
   if (uid.empty()) {
     return makeError("Node " + node_name_ + " has no metadata.uid");
   }
@@ -325,7 +320,7 @@ Result<bool> SlicePublisher::reconcile(SliceSet wanted) {
   for (json slice : changes.update) {
     // The watched object carries its resourceVersion: a PUT of it fails with 409 if someone
     // changed the slice since, and the watch then brings the newer one. No GET needed.
-    const std::string name = slice["metadata"].value("name", "");
+    const std::string name = metadataString(slice, "name");
     slice["apiVersion"] = wanted.slices.front()["apiVersion"].get<std::string>();
     slice["kind"] = wanted.slices.front()["kind"].get<std::string>();
     ApiResult<json> updated = api_.update(collection + "/" + name, slice);
