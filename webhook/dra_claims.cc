@@ -6,11 +6,8 @@
 #include "common/strings.h"
 
 namespace kube_rdma {
-namespace {
 
 using nlohmann::json;
-
-} // namespace
 
 std::vector<PodClaimSource> podClaimSources(JsonElement pod) {
   std::vector<PodClaimSource> sources;
