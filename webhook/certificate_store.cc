@@ -26,10 +26,7 @@ std::string opensslError() {
   return text;
 }
 
-struct FileCloser {
-  void operator()(FILE* f) const { std::fclose(f); }
-};
-using FilePtr = std::unique_ptr<FILE, FileCloser>;
+using FilePtr = std::unique_ptr<FILE, int (*)(FILE*)>;
 
 int selectCertificate(SSL* ssl, void* arg) {
   const auto* store = static_cast<const CertificateStore*>(arg);
@@ -38,33 +35,13 @@ int selectCertificate(SSL* ssl, void* arg) {
     return 0; // no certificate yet: the handshake fails
   }
   // Takes its own references; the pair may be replaced while this connection lives.
-  return SSL_use_cert_and_key(ssl, pair->leaf(), pair->key(), pair->chain(), 1);
-}
-
-} // namespace
-
-ServingCertificate::ServingCertificate(X509* leaf, STACK_OF(X509) * chain, EVP_PKEY* key)
-    : leaf_(leaf), chain_(chain), key_(key) {}
-
-ServingCertificate::~ServingCertificate() {
-  X509_free(leaf_);
-  sk_X509_pop_free(chain_, X509_free);
-  EVP_PKEY_free(key_);
-}
-
-std::chrono::system_clock::time_point ServingCertificate::notAfter() const {
-  const ASN1_TIME* not_after = X509_get0_notAfter(leaf_);
-  struct tm tm {};
-  if (ASN1_TIME_to_tm(not_after, &tm) != 1) {
-    return {};
-  }
-  return std::chrono::system_clock::from_time_t(timegm(&tm));
+  return SSL_use_cert_and_key(ssl, pair->leaf, pair->key, pair->chain, 1);
 }
 
 Result<std::shared_ptr<const ServingCertificate>>
 loadServingCertificate(const std::string& cert_path, const std::string& key_path) {
   ERR_clear_error();
-  FilePtr cert_file(std::fopen(cert_path.c_str(), "r"));
+  FilePtr cert_file(std::fopen(cert_path.c_str(), "r"), &std::fclose);
   if (!cert_file) {
     return makeError("cannot open certificate " + cert_path);
   }
@@ -77,10 +54,11 @@ loadServingCertificate(const std::string& cert_path, const std::string& key_path
     sk_X509_push(chain, next);
   }
   ERR_clear_error(); // the end of the file reads as an error
-  FilePtr key_file(std::fopen(key_path.c_str(), "r"));
+  FilePtr key_file(std::fopen(key_path.c_str(), "r"), &std::fclose);
   EVP_PKEY* key =
       key_file ? PEM_read_PrivateKey(key_file.get(), nullptr, nullptr, nullptr) : nullptr;
-  auto pair = std::make_shared<const ServingCertificate>(leaf, chain, key);
+  // Owns all three from here, whatever goes wrong below.
+  std::shared_ptr<const ServingCertificate> pair(new ServingCertificate{leaf, chain, key});
   if (!key_file) {
     return makeError("cannot open private key " + key_path);
   }
@@ -91,7 +69,24 @@ loadServingCertificate(const std::string& cert_path, const std::string& key_path
     ERR_clear_error();
     return makeError("private key " + key_path + " does not match certificate " + cert_path);
   }
-  return std::shared_ptr<const ServingCertificate>(pair);
+  return pair;
+}
+
+} // namespace
+
+ServingCertificate::~ServingCertificate() {
+  X509_free(leaf);
+  sk_X509_pop_free(chain, X509_free);
+  EVP_PKEY_free(key);
+}
+
+std::chrono::system_clock::time_point ServingCertificate::notAfter() const {
+  const ASN1_TIME* not_after = X509_get0_notAfter(leaf);
+  struct tm tm {};
+  if (ASN1_TIME_to_tm(not_after, &tm) != 1) {
+    return {};
+  }
+  return std::chrono::system_clock::from_time_t(timegm(&tm));
 }
 
 Status CertificateStore::reload() {

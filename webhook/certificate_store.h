@@ -16,35 +16,22 @@
 namespace kube_rdma {
 
 // One certificate chain and its key. Owns its OpenSSL objects.
-class ServingCertificate {
-public:
-  ServingCertificate(X509* leaf, STACK_OF(X509) * chain, EVP_PKEY* key);
+struct ServingCertificate {
   ~ServingCertificate();
-  ServingCertificate(const ServingCertificate&) = delete;
-  ServingCertificate& operator=(const ServingCertificate&) = delete;
-
-  X509* leaf() const { return leaf_; }
-  STACK_OF(X509) * chain() const { return chain_; }
-  EVP_PKEY* key() const { return key_; }
   std::chrono::system_clock::time_point notAfter() const;
 
-private:
-  X509* leaf_;
-  STACK_OF(X509) * chain_; // intermediates after the leaf, may be empty
-  EVP_PKEY* key_;
+  X509* leaf;
+  STACK_OF(X509) * chain; // intermediates after the leaf, may be empty
+  EVP_PKEY* key;
 };
-
-// Parses a PEM certificate chain (leaf first) and a PEM private key; checks that they belong
-// together. Errors name the file and what was wrong.
-Result<std::shared_ptr<const ServingCertificate>>
-loadServingCertificate(const std::string& cert_path, const std::string& key_path);
 
 class CertificateStore {
 public:
   CertificateStore(std::string cert_path, std::string key_path)
       : cert_path_(std::move(cert_path)), key_path_(std::move(key_path)) {}
 
-  // Reads both files again. On error the pair in use stays and the error is returned.
+  // Reads both files again: a PEM chain (leaf first) and a PEM key that belongs to it. On error the
+  // pair in use stays and the error, naming the file and what was wrong, is returned.
   Status reload();
   // nullptr until a reload succeeded.
   std::shared_ptr<const ServingCertificate> current() const { return current_.load(); }
