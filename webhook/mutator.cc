@@ -321,22 +321,18 @@ void appendJson(std::string& out, const Addition& value) {
     appendJsonString(out, value.text);
     return;
   case Addition::Kind::kObject:
-    out += '{';
-    for (const Addition& child : value.children) {
-      out += out.back() == '{' ? "" : ",";
-      appendJsonString(out, child.key);
-      out += ':';
-      appendJson(out, child);
-    }
-    out += '}';
-    return;
   case Addition::Kind::kArray:
-    out += '[';
-    for (const Addition& child : value.children) {
-      out += out.back() == '[' ? "" : ",";
-      appendJson(out, child);
+    const bool object = value.kind == Addition::Kind::kObject;
+    out += object ? '{' : '[';
+    for (size_t i = 0; i < value.children.size(); ++i) {
+      out += i == 0 ? "" : ",";
+      if (object) {
+        appendJsonString(out, value.children[i].key);
+        out += ':';
+      }
+      appendJson(out, value.children[i]);
     }
-    out += ']';
+    out += object ? '}' : ']';
     return;
   }
 }

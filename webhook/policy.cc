@@ -260,11 +260,9 @@ Result<double> parseQuantity(const std::string& text) {
 
 std::vector<std::string> resourcesNeverSent(const WebhookPolicy& policy) {
   std::vector<std::string> never;
-  for (const std::string& resource : policy.resources) {
-    if (!resource.starts_with(kSentResourcePrefix)) {
-      never.push_back(resource);
-    }
-  }
+  std::copy_if(
+      policy.resources.begin(), policy.resources.end(), std::back_inserter(never),
+      [](const std::string& resource) { return !resource.starts_with(kSentResourcePrefix); });
   return never;
 }
 
