@@ -7,21 +7,7 @@
 #include "common/strings.h"
 
 namespace kube_rdma {
-namespace {
-
 namespace http = boost::beast::http;
-
-constexpr const char* kText = "text/plain";
-
-HttpResponse reply(http::status status, std::string body, const char* type = kText) {
-  HttpResponse response{status, 11};
-  response.set(http::field::content_type, type);
-  response.body() = std::move(body);
-  response.prepare_payload();
-  return response;
-}
-
-} // namespace
 
 AdmissionServer::AdmissionServer(ServerOptions options, CertificateStore& certificates,
                                  PolicyStore& policies, MetricsRegistry& registry,
@@ -45,15 +31,15 @@ HttpResponse AdmissionServer::route(const HttpRequest& request) {
     if (path == "/mutate" && request.method() == http::verb::post) {
       response = mutate(request);
     } else if (path == "/healthz" && get) {
-      response = reply(http::status::ok, "ok\n");
+      response = textResponse(http::status::ok, "ok\n");
     } else if (path == "/readyz" && get) {
       std::string why;
-      response = ready(why) ? reply(http::status::ok, "ok\n")
-                            : reply(http::status::service_unavailable, why + "\n");
+      response = ready(why) ? textResponse(http::status::ok, "ok\n")
+                            : textResponse(http::status::service_unavailable, why + "\n");
     } else if (path == "/metrics" && get) {
-      response = reply(http::status::ok, renderMetrics(), "text/plain; version=0.0.4");
+      response = textResponse(http::status::ok, renderMetrics(), "text/plain; version=0.0.4");
     } else {
-      response = reply(http::status::not_found, "not found\n");
+      response = textResponse(http::status::not_found, "not found\n");
     }
   } catch (const std::exception& e) {
     response = failed(path, e.what());
@@ -68,7 +54,7 @@ HttpResponse AdmissionServer::route(const HttpRequest& request) {
 
 HttpResponse AdmissionServer::failed(std::string_view path, const std::string& what) {
   logger_.error("request failed", {{"path", std::string(path)}, {"error", what}});
-  return reply(http::status::internal_server_error, "internal error\n");
+  return textResponse(http::status::internal_server_error, "internal error\n");
 }
 
 HttpResponse AdmissionServer::mutate(const HttpRequest& request) {
@@ -76,8 +62,8 @@ HttpResponse AdmissionServer::mutate(const HttpRequest& request) {
   const std::string_view type(request[http::field::content_type].data(),
                               request[http::field::content_type].size());
   if (!type.empty() && type.rfind("application/json", 0) != 0) {
-    return reply(http::status::unsupported_media_type,
-                 "Content-Type must be application/json, got " + std::string(type) + "\n");
+    return textResponse(http::status::unsupported_media_type,
+                        "Content-Type must be application/json, got " + std::string(type) + "\n");
   }
   // Without a valid policy the replica is not ready; should a call come anyway, nothing is an
   // RDMA pod under the empty policy, so the pod is admitted unchanged.
@@ -100,8 +86,8 @@ HttpResponse AdmissionServer::mutate(const HttpRequest& request) {
                                    {"outcome", outcome.outcome},
                                    {"skipped", outcome.skipped}});
   }
-  return reply(static_cast<http::status>(outcome.http_status), std::move(outcome.body),
-               ok ? "application/json" : kText);
+  return textResponse(static_cast<http::status>(outcome.http_status), std::move(outcome.body),
+                      ok ? "application/json" : "text/plain");
 }
 
 bool AdmissionServer::ready(std::string& why) const {

@@ -32,8 +32,8 @@ public:
   // Binds the listening socket; the port is known afterwards.
   Status bind() { return server_.bind(); }
   int port() const { return server_.port(); }
-  // Serves on the server's threads (this one among them) until stop(). False when not listening.
-  bool serve() { return server_.serve(); }
+  // After bind(): serves on the server's threads (this one among them) until stop().
+  void serve() { server_.serve(); }
   // Starts a drain: /readyz fails so endpoints drop this replica, and every reply asks the client
   // to close its connection so it reconnects elsewhere. Requests keep being answered.
   void beginDrain() { draining_ = true; }

@@ -227,12 +227,8 @@ void HttpsConnection::onAnswered(const error_code& error, size_t /*bytes*/) {
 }
 
 void HttpsConnection::refuse(http::status status, const std::string& message) {
-  HttpResponse response{status, 11};
-  response.set(http::field::content_type, "text/plain");
-  response.body() = message + "\n";
-  response.prepare_payload();
   parser_.reset(); // a HEAD request's refusal is answered whole
-  answer(std::move(response), false);
+  answer(textResponse(status, message + "\n"), false);
 }
 
 // Closing a socket with unread bytes makes the kernel send a reset, which can destroy an answer

@@ -13,12 +13,15 @@ namespace kube_rdma {
 namespace {
 
 namespace asio = boost::asio;
+namespace http = boost::beast::http;
 using asio::ip::tcp;
 using boost::system::error_code;
 
 constexpr std::chrono::milliseconds kAcceptRetry{100};
 
-size_t defaultThreads() {
+// One server thread per core this process may run on (its CPU affinity), at least 2, so one long
+// request does not hold up every other one.
+size_t serverThreads() {
   cpu_set_t cpus;
   CPU_ZERO(&cpus);
   const int usable = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus) : 0;
@@ -81,12 +84,19 @@ size_t ConnectionRegistry::open() const {
   return connections_.size();
 }
 
+HttpResponse textResponse(http::status status, std::string body, const char* content_type) {
+  HttpResponse response{status, 11};
+  response.set(http::field::content_type, content_type);
+  response.body() = std::move(body);
+  response.prepare_payload();
+  return response;
+}
+
 HttpsServer::HttpsServer(ServerOptions options, const std::function<bool(SSL_CTX&)>& configure_tls,
                          RequestHandler handler)
     : options_(std::move(options)), handler_(std::move(handler)),
       tls_(SSL_CTX_new(TLS_server_method()), SSL_CTX_free), registry_(options_.max_connections),
-      loops_(makeLoops(options_.threads > 0 ? options_.threads : defaultThreads())),
-      acceptor_(*loops_.front()), retry_(*loops_.front()) {
+      loops_(makeLoops(serverThreads())), acceptor_(*loops_.front()), retry_(*loops_.front()) {
   for (const std::unique_ptr<Loop>& loop : loops_) {
     keep_running_.push_back(asio::make_work_guard(*loop));
   }
@@ -158,10 +168,7 @@ void HttpsServer::onAccept(const error_code& error, tcp::socket socket) {
   // Otherwise the registry resumes accepting when a connection closes.
 }
 
-bool HttpsServer::serve() {
-  if (port_ == 0) {
-    return false;
-  }
+void HttpsServer::serve() {
   std::vector<std::thread> threads;
   for (size_t i = 1; i < loops_.size(); ++i) {
     threads.emplace_back([loop = loops_[i].get()] { loop->run(); });
@@ -170,7 +177,6 @@ bool HttpsServer::serve() {
   for (std::thread& thread : threads) {
     thread.join();
   }
-  return true;
 }
 
 void HttpsServer::stop() {

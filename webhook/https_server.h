@@ -30,9 +30,6 @@ namespace kube_rdma {
 struct ServerOptions {
   std::string host = "0.0.0.0";
   int port = 8443; // 0: any free port (tests)
-  // Threads running the connections and their requests; 0: one per core this process may run on
-  // (its CPU affinity), at least 2, so one long request does not hold up every other one.
-  size_t threads = 0;
   // Connections open at once. At the cap the server stops accepting: new ones wait in the
   // listen backlog (bounded by the kernel) until one closes.
   size_t max_connections = 1024;
@@ -61,6 +58,8 @@ using HttpResponse = boost::beast::http::response<boost::beast::http::string_bod
 // The answer to a whole request, computed inline on the thread that read it. A response with
 // keep_alive(false) closes its connection after it is sent.
 using RequestHandler = std::function<HttpResponse(const HttpRequest&)>;
+HttpResponse textResponse(boost::beast::http::status status, std::string body,
+                          const char* content_type = "text/plain");
 
 class HttpsConnection;
 
@@ -102,9 +101,9 @@ public:
   // Listens; the port is known afterwards.
   Status bind();
   int port() const { return port_; }
-  // Runs the server threads (this one among them) until stop() and every connection is closed.
-  // False when not listening.
-  bool serve();
+  // After bind(): runs the server threads (this one among them) until stop() and every connection
+  // is closed.
+  void serve();
   // Stops accepting; requests in flight are answered, then their connections close, idle ones
   // close at once. serve() returns when none is left.
   void stop();

@@ -1,10 +1,8 @@
 #include "webhook/run_webhook.h"
 
-#include <pthread.h>
 #include <signal.h>
 #include <sys/resource.h>
 
-#include <atomic>
 #include <iostream>
 #include <optional>
 #include <thread>
@@ -54,30 +52,28 @@ constexpr std::chrono::milliseconds kClaimReadTimeout{1500};
 // The API client for reading pods' resource claims: from --kubeconfig, else the pod's service
 // account in a cluster, else none (nullptr: such pods are admitted with a warning). A
 // --kubeconfig that cannot be used is an error; a missing service account is not.
-Result<ApiClientPtr> connectApi(const WebhookFlags& flags, Logger& logger) {
-  ClientOptions options;
-  options.connect_timeout = kClaimReadTimeout;
-  options.request_timeout = kClaimReadTimeout;
-  options.user_agent = "rdma-webhook";
-  if (!flags.kubeconfig.empty()) {
-    Result<ApiConfig> config = loadKubeconfig(flags.kubeconfig);
-    if (!config.ok()) {
-      return config.error();
-    }
-    logger.info("reading resource claims",
-                {{"server", config->server}, {"from", flags.kubeconfig}});
-    return ApiClient::fromConfig(*config, options, std::make_shared<RealClock>());
-  }
+Result<ApiClientPtr> connectApi(const WebhookFlags& flags, const ClockPtr& clock, Logger& logger) {
+  const bool from_file = !flags.kubeconfig.empty();
   const ServiceEnvironment env = serviceEnvironmentFromProcess();
-  Result<ApiConfig> config = inClusterConfig("/", env);
-  if (env.host.empty() || !config.ok()) {
+  Result<ApiConfig> config =
+      from_file ? loadKubeconfig(flags.kubeconfig) : inClusterConfig("/", env);
+  if (from_file && !config.ok()) {
+    return config.error();
+  }
+  if (!from_file && (env.host.empty() || !config.ok())) {
     logger.warn("no API access: pods with resource claims are admitted with a warning",
                 {{"why", env.host.empty() ? "no --kubeconfig and not in a cluster"
                                           : config.error().message}});
     return ApiClientPtr{};
   }
-  logger.info("reading resource claims", {{"server", config->server}, {"from", "service account"}});
-  return ApiClient::fromConfig(*config, options, std::make_shared<RealClock>());
+  logger.info("reading resource claims",
+              {{"server", config->server},
+               {"from", from_file ? flags.kubeconfig : std::string("service account")}});
+  return ApiClient::fromConfig(*config,
+                               {.connect_timeout = kClaimReadTimeout,
+                                .request_timeout = kClaimReadTimeout,
+                                .user_agent = "rdma-webhook"},
+                               clock);
 }
 
 int run(const WebhookFlags& flags) {
@@ -108,7 +104,7 @@ int run(const WebhookFlags& flags) {
       metrics.policyReloadFailed();
       logger.error("policy rejected, the last good one stays", {{"error", s.error().message}});
     } else if (policies.generation() != before) {
-      logger.info("policy loaded", {{"file", policies.path()},
+      logger.info("policy loaded", {{"file", flags.policy_file},
                                     {"generation", std::to_string(policies.generation())}});
       const std::vector<std::string> never_sent = resourcesNeverSent(*policies.current());
       if (!never_sent.empty()) {
@@ -119,7 +115,6 @@ int run(const WebhookFlags& flags) {
       }
       metrics.setResourcesNeverSent(never_sent.size());
     }
-    metrics.setPolicyGeneration(policies.generation());
   };
   reload_certificates();
   reload_policy();
@@ -142,12 +137,7 @@ int run(const WebhookFlags& flags) {
     }
   }
 
-  ServerOptions options;
-  options.host = flags.listen.host;
-  options.port = flags.listen.port;
-  options.max_connections = flags.max_connections;
-  options.request_timeout = flags.request_timeout;
-  Result<ApiClientPtr> api = connectApi(flags, logger);
+  Result<ApiClientPtr> api = connectApi(flags, clock, logger);
   if (!api.ok()) {
     logger.error("cannot use the API server", {{"error", api.error().message}});
     return 1;
@@ -157,7 +147,11 @@ int run(const WebhookFlags& flags) {
   if (*api != nullptr) {
     read_claim = claims.emplace(**api, clock, kClaimCacheTtl).lookup();
   }
-  AdmissionServer server(options, certificates, policies, registry, metrics, clock, logger,
+  AdmissionServer server({.host = flags.listen.host,
+                          .port = flags.listen.port,
+                          .max_connections = flags.max_connections,
+                          .request_timeout = flags.request_timeout},
+                         certificates, policies, registry, metrics, clock, logger,
                          [&read_claim](std::string_view body, const WebhookPolicy& policy) {
                            return reviewAdmission(body, policy, read_claim);
                          });
@@ -179,30 +173,22 @@ int run(const WebhookFlags& flags) {
     metrics_server = std::move(*started);
   }
 
-  // Waits for SIGTERM or SIGINT, or for serve() to end on its own (it failed), which sends the
-  // thread a SIGTERM of its own so it never waits forever.
-  std::atomic<bool> served_out{false};
+  // serve() returns only after stop(), which only SIGTERM or SIGINT brings.
   std::thread signal_thread([&] {
     int signal = 0;
     sigwait(&signals, &signal);
-    if (!served_out) {
-      logger.info("draining", {{"signal", std::to_string(signal)},
-                               {"delay_seconds", std::to_string(flags.shutdown_delay.count())}});
-      server.beginDrain();
-      std::this_thread::sleep_for(flags.shutdown_delay);
-      server.stop();
-    }
+    logger.info("draining", {{"signal", std::to_string(signal)},
+                             {"delay_seconds", std::to_string(flags.shutdown_delay.count())}});
+    server.beginDrain();
+    std::this_thread::sleep_for(flags.shutdown_delay);
+    server.stop();
   });
   logger.info("serving", {{"address", flags.listen.host + ":" + std::to_string(server.port())},
                           {"policy", flags.policy_file.empty() ? "defaults" : flags.policy_file}});
-  const bool served = server.serve();
-  served_out = true;
-  // Wakes the thread's sigwait (SIGTERM is blocked everywhere), which then returns normally.
-  // NOLINTNEXTLINE(bugprone-bad-signal-to-kill-thread)
-  pthread_kill(signal_thread.native_handle(), SIGTERM);
+  server.serve();
   signal_thread.join();
   logger.info("stopped");
-  return served ? 0 : 1;
+  return 0;
 }
 
 } // namespace
