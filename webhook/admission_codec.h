@@ -34,7 +34,7 @@ struct AdmissionRequest {
   simdjson::dom::element object;
 };
 
-// Errors: "body not JSON at byte N of M: ..." (syntax, invalid UTF-8, trailing bytes, a text
+// Errors: "body not JSON at offset N of M: ..." (syntax, invalid UTF-8, trailing bytes, a text
 // that ends early), "body nests deeper than 100 levels", or what is missing or wrong. The request
 // points into `parser`'s parse: it is valid until the parser's next parse or its end.
 Result<AdmissionRequest> decodeAdmissionReview(std::string_view body,

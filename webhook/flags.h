@@ -22,7 +22,7 @@ struct WebhookFlags {
   // when running in a cluster, else no API access.
   std::string kubeconfig;
   LogFormat log_format = LogFormat::kText;
-  // One thread per connection, started as connections come; connections beyond wait.
+  // Connections open at once; beyond it new ones wait in the listen backlog.
   size_t max_connections = 1024;
   // A connection is cut after the keep-alive wait (5 s) plus this without an answered request.
   std::chrono::seconds request_timeout{5};

@@ -31,9 +31,8 @@ WebhookMetrics::WebhookMetrics(MetricsRegistry& registry)
            "Certificate or key files rejected; the last good pair kept serving."})),
       certificate_expiry_(registry.gauge({"rdma_webhook_certificate_expiry_seconds",
                                           "Seconds until the serving certificate expires."})),
-      open_connections_(
-          registry.gauge({"rdma_webhook_open_connections",
-                          "Connections accepted and not closed, served or waiting for a thread."})),
+      open_connections_(registry.gauge({"rdma_webhook_open_connections",
+                                        "Connections accepted and not yet closed, busy or idle."})),
       connections_cut_(registry.counter(
           {"rdma_webhook_connections_cut_total",
            "Connections closed because no request finished within the deadline."})) {
