@@ -25,7 +25,6 @@ public:
   std::shared_ptr<const WebhookPolicy> current() const { return current_.load(); }
   // How many policies have been put in force (1 after the first load).
   uint64_t generation() const { return generation_.load(); }
-  const std::string& path() const { return path_; }
 
 private:
   std::string path_;
