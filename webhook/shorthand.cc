@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 
 namespace kube_rdma {
 namespace {
@@ -60,18 +61,12 @@ Result<Shorthand> parseShorthand(std::string_view text) {
     return invalid(text, "the count must be a whole number");
   }
 
-  // Compare digit counts before converting so huge values cannot overflow.
-  const std::string max_text = std::to_string(kMaxShorthandCount);
-  std::string_view significant =
-      number.substr(std::min(number.find_first_not_of('0'), number.size()));
-  if (significant.size() > max_text.size() ||
-      (significant.size() == max_text.size() && significant > max_text)) {
-    return invalid(text,
-                   "the count " + std::string(number) + " is too large (at most " + max_text + ")");
-  }
   uint32_t count = 0;
-  for (char c : significant) {
-    count = count * 10 + static_cast<uint32_t>(c - '0');
+  // Only digits reach it, so its one possible error is a count beyond uint32_t.
+  if (std::from_chars(number.data(), number.data() + number.size(), count).ec != std::errc{} ||
+      count > kMaxShorthandCount) {
+    return invalid(text, "the count " + std::string(number) + " is too large (at most " +
+                             std::to_string(kMaxShorthandCount) + ")");
   }
   if (count == 0) {
     return invalid(text, "the count must be at least 1 (leave the annotation out for no RDMA)");
