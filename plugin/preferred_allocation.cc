@@ -1,6 +1,7 @@
 #include "plugin/preferred_allocation.h"
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <set>
 
@@ -11,11 +12,7 @@ namespace kube_rdma {
 namespace {
 
 size_t commonPrefix(const std::vector<std::string>& a, const std::vector<std::string>& b) {
-  size_t n = 0;
-  while (n < a.size() && n < b.size() && a[n] == b[n]) {
-    ++n;
-  }
-  return n;
+  return std::mismatch(a.begin(), a.end(), b.begin(), b.end()).first - a.begin();
 }
 
 constexpr int kNoNuma = -1;
@@ -31,21 +28,15 @@ choosePreferredAllocation(const std::vector<PlacedDevice>& devices,
     by_id[d.id] = &d;
   }
   std::vector<std::string> unknown;
-  for (const auto& id : available) {
-    if (!by_id.count(id)) {
-      unknown.push_back(id);
-    }
-  }
+  std::copy_if(available.begin(), available.end(), std::back_inserter(unknown),
+               [&](const std::string& id) { return !by_id.count(id); });
   if (!unknown.empty()) {
     return makeError("unknown device IDs in available_deviceIDs: " + joinStrings(unknown, ", "));
   }
   const std::set<std::string> available_set(available.begin(), available.end());
   std::vector<std::string> missing;
-  for (const auto& id : must_include) {
-    if (!available_set.count(id)) {
-      missing.push_back(id);
-    }
-  }
+  std::copy_if(must_include.begin(), must_include.end(), std::back_inserter(missing),
+               [&](const std::string& id) { return !available_set.count(id); });
   if (!missing.empty()) {
     return makeError("must_include_deviceIDs not in available_deviceIDs: " +
                      joinStrings(missing, ", "));
@@ -98,11 +89,9 @@ choosePreferredAllocation(const std::vector<PlacedDevice>& devices,
     used_numa.insert((*best)->numa_node.value_or(kNoNuma));
     candidates.erase(best);
   }
-  std::vector<std::string> ids;
-  ids.reserve(chosen.size());
-  for (const auto* d : chosen) {
-    ids.push_back(d->id);
-  }
+  std::vector<std::string> ids(chosen.size());
+  std::transform(chosen.begin(), chosen.end(), ids.begin(),
+                 [](const PlacedDevice* d) { return d->id; });
   return ids;
 }
 
