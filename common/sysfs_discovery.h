@@ -49,6 +49,7 @@ struct PortStateSample {
   uint32_t port = 0;
   bool present = false; // false when the device has vanished from sysfs
   PortState state = PortState::kNop;
+  bool operator==(const PortStateSample&) const = default;
 };
 
 // Names under <sysfs_root>/class/infiniband, sorted: the devices sysfs has now.

@@ -1,6 +1,5 @@
 #include "plugin/health_watcher.h"
 
-#include <algorithm>
 #include <map>
 
 #include "common/sysfs_attributes.h"
@@ -19,6 +18,9 @@ std::set<std::string> presentUverbs(const NodeTopology& known, const std::string
   return present;
 }
 
+namespace {
+
+// The view built from samples and the uverbs nodes present.
 NodeHealthView healthView(const NodeTopology& known, const std::vector<PortStateSample>& samples,
                           std::set<std::string> uverbs_present) {
   auto topology = std::make_shared<NodeTopology>(known);
@@ -39,6 +41,8 @@ NodeHealthView healthView(const NodeTopology& known, const std::vector<PortState
   }
   return {std::move(topology), std::move(uverbs_present)};
 }
+
+} // namespace
 
 NodeHealthView sampleNodeHealth(const NodeTopology& known, const std::string& sysfs_root,
                                 const std::string& dev_root) {
@@ -75,16 +79,6 @@ void HealthWatcher::setInterval(std::chrono::milliseconds interval) {
   wake_.notify_all();
 }
 
-namespace {
-
-bool sameSamples(const std::vector<PortStateSample>& a, const std::vector<PortStateSample>& b) {
-  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const auto& x, const auto& y) {
-    return x.device == y.device && x.port == y.port && x.present == y.present && x.state == y.state;
-  });
-}
-
-} // namespace
-
 void HealthWatcher::run() {
   std::shared_ptr<const NodeTopology> last_known;
   std::vector<PortStateSample> last_samples;
@@ -116,7 +110,7 @@ void HealthWatcher::run() {
     auto samples = port_states_.read(*known, listed);
     auto uverbs = presentUverbs(*known, dev_root_);
     // Idle nodes change nothing: no copy of the topology, no work in the pools.
-    if (known != last_known || !sameSamples(samples, last_samples) || uverbs != last_uverbs) {
+    if (known != last_known || samples != last_samples || uverbs != last_uverbs) {
       on_sample_(healthView(*known, samples, uverbs));
       last_known = known;
       last_samples = std::move(samples);

@@ -19,11 +19,8 @@ namespace kube_rdma {
 NodeHealthView sampleNodeHealth(const NodeTopology& known, const std::string& sysfs_root,
                                 const std::string& dev_root);
 
-// The parts of it: which uverbs nodes of `known` exist under dev_root, and the view built from
-// samples and those nodes.
+// Which uverbs nodes of `known` exist under dev_root.
 std::set<std::string> presentUverbs(const NodeTopology& known, const std::string& dev_root);
-NodeHealthView healthView(const NodeTopology& known, const std::vector<PortStateSample>& samples,
-                          std::set<std::string> uverbs_present);
 
 // Re-reads health every `interval` on its own thread (sysfs attributes do not support inotify, so
 // this is the one periodic read).
