@@ -2,6 +2,8 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
+
 #include <grpcpp/grpcpp.h>
 
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
@@ -19,11 +21,10 @@ std::string toString(RegistrationMode mode) {
 }
 
 std::string poolSocketName(const std::string& resource_name) {
-  std::string name = "kube-rdma-";
-  for (const char c : resource_name) {
-    name += (c == '/' || c == '.') ? '_' : c;
-  }
-  return name + ".sock";
+  std::string name = resource_name;
+  std::ranges::replace_if(
+      name, [](char c) { return c == '/' || c == '.'; }, '_');
+  return "kube-rdma-" + name + ".sock";
 }
 
 Status registerWithKubelet(const std::string& device_plugin_dir, const RegistrationRequest& request,

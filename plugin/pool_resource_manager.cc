@@ -15,16 +15,8 @@ std::string exclusiveId(const RdmaDevice& device) {
   return device.pci_address.empty() ? device.name : device.pci_address;
 }
 
-} // namespace
-
-std::string cdiKind(const std::string& resource_name) {
-  std::string kind = "kube-rdma.io/";
-  for (const char c : resource_name) {
-    kind += (c == '/' || c == '.') ? '_' : c;
-  }
-  return kind;
-}
-
+// An HCA of the pool is usable when it is in the topology, has a uverbs node under --dev-root
+// and at least one of the pool's ports on it is ACTIVE.
 bool hcaUsable(const NodePool& pool, const NodeHealthView& node, const std::string& hca) {
   const RdmaDevice* device = node.topology ? node.topology->findDevice(hca) : nullptr;
   if (!device || device->uverbs.empty() || !node.uverbs_present.count(device->uverbs)) {
@@ -43,6 +35,15 @@ bool hcaUsable(const NodePool& pool, const NodeHealthView& node, const std::stri
     }
   }
   return false;
+}
+
+} // namespace
+
+std::string cdiKind(const std::string& resource_name) {
+  std::string kind = resource_name;
+  std::ranges::replace_if(
+      kind, [](char c) { return c == '/' || c == '.'; }, '_');
+  return "kube-rdma.io/" + kind;
 }
 
 std::vector<PluginDevice> poolDevices(const NodePool& pool, const NodeHealthView& node) {

@@ -23,10 +23,6 @@ struct NodeHealthView {
   std::set<std::string> uverbs_present; // "uverbs3"
 };
 
-// An HCA of the pool is usable when it is in the topology, has a uverbs node under --dev-root
-// and at least one of the pool's ports on it is ACTIVE.
-bool hcaUsable(const NodePool& pool, const NodeHealthView& node, const std::string& hca);
-
 // The device list a pool advertises: shared pools N IDs "0".."N-1", all Healthy while any HCA is
 // usable; exclusive pools one ID per HCA (its PCI address) with its NUMA node.
 std::vector<PluginDevice> poolDevices(const NodePool& pool, const NodeHealthView& node);
