@@ -14,8 +14,6 @@ std::vector<std::string> toVector(const google::protobuf::RepeatedPtrField<std::
   return {ids.begin(), ids.end()};
 }
 
-} // namespace
-
 v1beta1::ListAndWatchResponse toListAndWatchResponse(const DeviceList& list) {
   v1beta1::ListAndWatchResponse response;
   for (const auto& device : list.devices) {
@@ -50,6 +48,8 @@ void toContainerAllocateResponse(const ContainerAllocation& allocation,
     out.add_cdi_devices()->set_name(name);
   }
 }
+
+} // namespace
 
 grpc::Status DevicePluginService::GetDevicePluginOptions(grpc::ServerContext*,
                                                          const v1beta1::Empty*,

@@ -55,9 +55,4 @@ private:
   std::atomic<Counter*> granted_{nullptr};
 };
 
-// Converters between the plain structs and the kubelet's messages, public for tests.
-v1beta1::ListAndWatchResponse toListAndWatchResponse(const DeviceList& list);
-void toContainerAllocateResponse(const ContainerAllocation& allocation,
-                                 v1beta1::ContainerAllocateResponse& out);
-
 } // namespace kube_rdma
