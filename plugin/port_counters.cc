@@ -1,5 +1,6 @@
 #include "plugin/port_counters.h"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <map>
@@ -66,15 +67,9 @@ std::string helpOf(const KnownCounter& known) {
 }
 
 const KnownCounter* findKnown(const std::string& source, const std::string& name) {
-  if (source != "counters") {
-    return nullptr;
-  }
-  for (const auto& known : kKnownCounters) {
-    if (name == known.file) {
-      return &known;
-    }
-  }
-  return nullptr;
+  const auto* it = std::find_if(std::begin(kKnownCounters), std::end(kKnownCounters),
+                                [&](const KnownCounter& known) { return name == known.file; });
+  return source == "counters" && it != std::end(kKnownCounters) ? it : nullptr;
 }
 
 } // namespace
