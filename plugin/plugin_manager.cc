@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <optional>
 
+#include "common/clock.h"
 #include "common/sysfs_attributes.h"
 #include "common/verbs_discovery.h"
 #include "plugin/cdi_spec.h"
@@ -40,16 +41,16 @@ size_t healthyCount(const DeviceList& list) {
 } // namespace
 
 PluginManager::PluginManager(PluginFlags flags, FileWatcher& watcher, Logger& logger,
-                             MetricsRegistry& metrics, ClockPtr clock)
+                             MetricsRegistry& metrics)
     : flags_(std::move(flags)), watcher_(watcher), logger_(logger), metrics_(metrics),
       mode_(chooseRegistrationMode(flags_.plugin_registry_dir)), state_(flags_.state_dir) {
   if (!flags_.nfd_features_file.empty()) {
     nfd_ = std::make_unique<NfdFeatureWriter>(flags_.nfd_features_file, flags_.nfd_features_ttl,
-                                              clock);
+                                              std::make_shared<RealClock>());
     gpudirect_ = std::make_unique<GpuDirectReadiness>(
         [roots = SnapshotRoots{flags_.sysfs_root, flags_.proc_root, flags_.dev_root}](
             const NodeTopology& topology) { return gpuDirectReady(topology, roots); },
-        gpuDirectRecheckInterval(flags_.nfd_features_ttl), std::move(clock));
+        gpuDirectRecheckInterval(flags_.nfd_features_ttl), std::make_shared<RealClock>());
   }
 }
 
@@ -529,11 +530,8 @@ std::string PluginManager::renderMetrics() const {
   }
   // The kernel keeps the port counters: read at each scrape, never stored. The node checks are
   // the ones applyConfig judged.
-  std::vector<ScrapedFamily> scraped;
-  if (topology_) {
-    scraped = portCounterFamilies(readPortCounters(flags_.sysfs_root, *topology_));
-    scraped.push_back(node_checks_);
-  }
+  auto scraped = portCounterFamilies(readPortCounters(flags_.sysfs_root, *topology_));
+  scraped.push_back(node_checks_);
   return metrics_.render() + renderScraped(scraped);
 }
 

@@ -10,7 +10,6 @@
 #include <string>
 #include <vector>
 
-#include "common/clock.h"
 #include "common/file_watcher.h"
 #include "common/log.h"
 #include "common/metrics.h"
@@ -41,8 +40,7 @@ namespace kube_rdma {
 // /metrics serves are judged again when the config or the devices change, not per scrape.
 class PluginManager {
 public:
-  PluginManager(PluginFlags flags, FileWatcher& watcher, Logger& logger, MetricsRegistry& metrics,
-                ClockPtr clock = std::make_shared<RealClock>());
+  PluginManager(PluginFlags flags, FileWatcher& watcher, Logger& logger, MetricsRegistry& metrics);
   ~PluginManager();
 
   // Discovers, loads the config, serves every pool and starts watching. Registration happens in
@@ -84,7 +82,7 @@ private:
   std::string socketDir() const;
   bool kubeletSocketExists() const;
   Result<std::shared_ptr<const NodeTopology>> discover(const PluginConfig& config) const;
-  // These three queue their file work for writeFiles.
+  // These four queue their file work for writeFiles.
   void writeTopologyState(const NodeTopology& topology);
   void writeCdiSpec(const NodePool& pool, const NodeTopology& topology);
   void removeCdiSpec(const std::string& resource);

@@ -62,7 +62,6 @@ public:
   /** @return whether GetPreferredAllocation is worth asking (exclusive pools). */
   virtual bool preferredAllocationAvailable() const = 0;
 
-  /** @return the current list. */
   virtual DeviceList devices() const = 0;
 
   /**

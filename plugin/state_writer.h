@@ -16,7 +16,7 @@ class StateWriter {
 public:
   explicit StateWriter(std::string state_dir) : state_dir_(std::move(state_dir)) {}
 
-  Status prepare() const; // creates the directory
+  Status prepare() const;
   Status writeTopology(const std::string& json) const;
   /** @return the host path of the nccl.conf holding `content`. */
   Result<std::string> writeNcclConf(const std::string& content) const;
