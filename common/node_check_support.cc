@@ -74,4 +74,14 @@ std::string lineStartingWith(const std::string& text, const std::string& prefix)
   return "";
 }
 
+std::string bytesText(uint64_t bytes) {
+  if (bytes >= (1ull << 30) && bytes % (1ull << 30) == 0) {
+    return std::to_string(bytes >> 30) + " GiB";
+  }
+  if (bytes >= (1ull << 20)) {
+    return std::to_string(bytes >> 20) + " MiB";
+  }
+  return std::to_string(bytes >> 10) + " KiB";
+}
+
 } // namespace kube_rdma

@@ -11,7 +11,7 @@
 #include "common/node_checks.h"
 #include "common/strings.h"
 
-// What the node checks of every area use (node_checks*.cc); not for other callers.
+// What the node checks of every area use (node_checks*.cc); rdmactl doctor shares bytesText.
 namespace kube_rdma {
 
 // A failure outweighs a warning, which outweighs not knowing.
@@ -56,5 +56,8 @@ std::vector<std::string> namesByValue(const std::map<Value, std::vector<std::str
 
 // The first line of a /proc file that starts with `prefix`, "" when there is none.
 std::string lineStartingWith(const std::string& text, const std::string& prefix);
+
+// "16 GiB" for a whole number of GiB, else "64 MiB" or "64 KiB", rounded down.
+std::string bytesText(uint64_t bytes);
 
 } // namespace kube_rdma

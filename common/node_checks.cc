@@ -12,13 +12,6 @@
 namespace kube_rdma {
 namespace {
 
-std::string bytesText(uint64_t bytes) {
-  if (bytes >= (1ull << 20)) {
-    return std::to_string(bytes >> 20) + " MiB";
-  }
-  return std::to_string(bytes >> 10) + " KiB";
-}
-
 // "Max locked memory         65536                8388608              bytes": the soft limit,
 // nullopt for unlimited; an error text when the row is missing or malformed.
 struct SoftLimit {

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "common/node_check_support.h"
 #include "common/strings.h"
 
 namespace kube_rdma {
@@ -13,16 +14,6 @@ namespace {
 
 // Evidence lines a check prints in text; --json has them all.
 constexpr size_t kTextEvidenceLines = 8;
-
-std::string bytesText(uint64_t bytes) {
-  if (bytes >= (1ull << 30) && bytes % (1ull << 30) == 0) {
-    return std::to_string(bytes >> 30) + " GiB";
-  }
-  if (bytes >= (1ull << 20)) {
-    return std::to_string(bytes >> 20) + " MiB";
-  }
-  return std::to_string(bytes >> 10) + " KiB";
-}
 
 const std::string* envValue(const NcclEnv& env, const std::string& name) {
   const auto it =
