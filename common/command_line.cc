@@ -69,6 +69,16 @@ CLI::Option* addDurationOption(CLI::App& app, const std::string& name,
   return addCheckedOption(app, name, std::move(check), description)->type_name("DURATION");
 }
 
+StoreDuration wholeSeconds(std::chrono::seconds& field) {
+  return [&field](std::chrono::milliseconds duration) -> std::string {
+    if (duration.count() % 1000 != 0) {
+      return "'" + formatDuration(duration) + "' is not a whole number of seconds";
+    }
+    field = std::chrono::duration_cast<std::chrono::seconds>(duration);
+    return "";
+  };
+}
+
 void addLogFormatOption(CLI::App& app, LogFormat& format) {
   auto store = [&format](const std::string& text) -> std::string {
     return parseLogFormat(text, format) ? "" : "must be text or json, not '" + text + "'";
@@ -118,14 +128,7 @@ void addNfdFeaturesOptions(CLI::App& app, std::string& file, std::chrono::second
                  "/etc/kubernetes/node-feature-discovery/features.d/kube-rdma (default: off)")
       ->type_name("FILE");
   addDurationOption(
-      app, "--nfd-features-ttl", std::chrono::seconds(2), std::chrono::hours(24),
-      [&ttl](std::chrono::milliseconds d) {
-        if (d % std::chrono::seconds(1) != std::chrono::milliseconds(0)) {
-          return std::string("whole seconds only (an RFC 3339 expiry-time to the second)");
-        }
-        ttl = std::chrono::duration_cast<std::chrono::seconds>(d);
-        return std::string();
-      },
+      app, "--nfd-features-ttl", std::chrono::seconds(2), std::chrono::hours(24), wholeSeconds(ttl),
       "how long NFD keeps the labels if the daemon stops rewriting them; rewritten half-way "
       "(default " +
           formatDuration(ttl) + ")");

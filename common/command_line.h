@@ -26,6 +26,18 @@ std::unique_ptr<CLI::App> makeApp(const std::string& program, const std::string&
 // error that names the flag or the argument.
 Result<std::string> parseArgs(CLI::App& app, const std::vector<std::string>& args);
 
+// parseArgs into the `flags` that `app`'s options write, with the --help or --version text in
+// flags.exit_message.
+template <typename Flags>
+Result<Flags> parseFlags(CLI::App& app, const std::vector<std::string>& args, Flags& flags) {
+  Result<std::string> parsed = parseArgs(app, args);
+  if (!parsed) {
+    return parsed.error();
+  }
+  flags.exit_message = std::move(*parsed);
+  return std::move(flags);
+}
+
 // Adds `--name VALUE`; `store` takes the text and returns why it is wrong, or "" to accept it.
 // A rejection reads "--name: <why>".
 using StoreText = std::function<std::string(const std::string&)>;
@@ -38,6 +50,8 @@ using StoreDuration = std::function<std::string(std::chrono::milliseconds)>;
 CLI::Option* addDurationOption(CLI::App& app, const std::string& name,
                                std::chrono::milliseconds min, std::chrono::milliseconds max,
                                StoreDuration store, const std::string& description);
+// A StoreDuration that accepts whole seconds only and stores them in `field`.
+StoreDuration wholeSeconds(std::chrono::seconds& field);
 
 // Adds --log-format text|json, the daemons' log line format.
 void addLogFormatOption(CLI::App& app, LogFormat& format);

@@ -45,15 +45,11 @@ Result<DraFlags> parseDraFlags(const std::vector<std::string>& args,
   addNfdFeaturesOptions(*app, flags.nfd_features_file, flags.nfd_features_ttl);
   addLogFormatOption(*app, flags.log_format);
 
-  Result<std::string> parsed = parseArgs(*app, args);
-  if (!parsed) {
-    return parsed.error();
-  }
-  flags.exit_message = std::move(*parsed);
-  if (flags.exit_message.empty() && flags.node_name.empty()) {
+  Result<DraFlags> parsed = parseFlags(*app, args, flags);
+  if (parsed && parsed->exit_message.empty() && parsed->node_name.empty()) {
     return makeError("--node-name (or NODE_NAME) is required: the pool is named after the node");
   }
-  return flags;
+  return parsed;
 }
 
 } // namespace kube_rdma

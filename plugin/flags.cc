@@ -46,12 +46,7 @@ Result<PluginFlags> parsePluginFlags(const std::vector<std::string>& args) {
   app->add_option("--cdi-dir", flags.cdi_dir, "where the CDI spec goes")->type_name("DIR");
   addNfdFeaturesOptions(*app, flags.nfd_features_file, flags.nfd_features_ttl);
 
-  Result<std::string> parsed = parseArgs(*app, args);
-  if (!parsed) {
-    return parsed.error();
-  }
-  flags.exit_message = std::move(*parsed);
-  return flags;
+  return parseFlags(*app, args, flags);
 }
 
 } // namespace kube_rdma

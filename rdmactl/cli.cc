@@ -40,19 +40,17 @@ Result<RdmactlOptions> parseRdmactlArgs(const std::vector<std::string>& args) {
        "plugin config file for the pool checks (default: the default pools)");
   CLI::App* help = app->add_subcommand("help", "this text");
 
-  Result<std::string> parsed = parseArgs(*app, args);
-  if (!parsed) {
-    // CLI11 reports a missing command before an unknown one: name the word that was typed.
-    if (app->get_subcommands().empty() && !app->remaining().empty()) {
-      return makeError("unknown command: " + app->remaining().front());
-    }
-    return parsed.error();
+  Result<RdmactlOptions> parsed = parseFlags(*app, args, opts);
+  // CLI11 reports a missing command before an unknown one: name the word that was typed.
+  if (!parsed && app->get_subcommands().empty() && !app->remaining().empty()) {
+    return makeError("unknown command: " + app->remaining().front());
   }
   // app->help() would describe the `help` command itself, the one selected.
-  opts.exit_message = help->parsed() ? app->get_formatter()->make_help(app.get(), "rdmactl",
-                                                                       CLI::AppFormatMode::Normal)
-                                     : std::move(*parsed);
-  return opts;
+  if (parsed && help->parsed()) {
+    parsed->exit_message =
+        app->get_formatter()->make_help(app.get(), "rdmactl", CLI::AppFormatMode::Normal);
+  }
+  return parsed;
 }
 
 } // namespace kube_rdma

@@ -3,20 +3,6 @@
 #include "common/command_line.h"
 
 namespace kube_rdma {
-namespace {
-
-// Stores a duration flag in whole seconds, the resolution the server's timers use.
-StoreDuration wholeSeconds(std::chrono::seconds& field) {
-  return [&field](std::chrono::milliseconds duration) -> std::string {
-    if (duration.count() % 1000 != 0) {
-      return "'" + formatDuration(duration) + "' is not a whole number of seconds";
-    }
-    field = std::chrono::duration_cast<std::chrono::seconds>(duration);
-    return "";
-  };
-}
-
-} // namespace
 
 Result<WebhookFlags> parseWebhookFlags(const std::vector<std::string>& args) {
   WebhookFlags flags;
@@ -60,12 +46,7 @@ Result<WebhookFlags> parseWebhookFlags(const std::vector<std::string>& args) {
       wholeSeconds(flags.shutdown_delay),
       "after SIGTERM, how long /readyz fails before the listener closes (default 5s)");
 
-  Result<std::string> parsed = parseArgs(*app, args);
-  if (!parsed) {
-    return parsed.error();
-  }
-  flags.exit_message = std::move(*parsed);
-  return flags;
+  return parseFlags(*app, args, flags);
 }
 
 } // namespace kube_rdma
