@@ -326,9 +326,8 @@ std::string renderChecksJson(const std::vector<Check>& checks) {
                     {"hint", c.hint},
                     {"evidence", evidence}});
   }
-  return nlohmann::json{{"ok", !anyFailed(checks)}, {"summary", summary}, {"checks", list}}.dump(
-             2) +
-         "\n";
+  const nlohmann::json out{{"ok", !anyFailed(checks)}, {"summary", summary}, {"checks", list}};
+  return out.dump(2) + "\n";
 }
 
 } // namespace kube_rdma

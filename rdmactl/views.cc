@@ -116,13 +116,12 @@ std::string renderDevicesJson(const NodeTopology& topology, const NetdevStates& 
   for (const auto& w : topology.warnings) {
     warnings.push_back({{"path", w.path}, {"message", w.message}});
   }
-  return nlohmann::json{{"source", topology.source},
-                        {"management_netdev", topology.management_netdev},
-                        {"devices", devices},
-                        {"gpus", gpus},
-                        {"warnings", warnings}}
-             .dump(2) +
-         "\n";
+  const nlohmann::json out{{"source", topology.source},
+                           {"management_netdev", topology.management_netdev},
+                           {"devices", devices},
+                           {"gpus", gpus},
+                           {"warnings", warnings}};
+  return out.dump(2) + "\n";
 }
 
 Result<std::vector<GidRow>> gidRows(const NodeTopology& topology, const std::string& device) {
@@ -214,12 +213,9 @@ Result<std::string> renderNcclEnvJson(const PoolNcclEnv& settings) {
     env[name] = value;
   }
   // nlohmann sorts object keys; the ordered list is in nccl_conf.
-  return nlohmann::json{{"pool", settings.pool},
-                        {"devices", settings.devices},
-                        {"env", env},
-                        {"nccl_conf", *conf}}
-             .dump(2) +
-         "\n";
+  const nlohmann::json out{
+      {"pool", settings.pool}, {"devices", settings.devices}, {"env", env}, {"nccl_conf", *conf}};
+  return out.dump(2) + "\n";
 }
 
 } // namespace kube_rdma
