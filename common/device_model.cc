@@ -12,27 +12,15 @@ std::string toString(PortState state) {
 }
 
 std::string toString(LinkLayer layer) {
-  switch (layer) {
-  case LinkLayer::kInfiniBand:
-    return "InfiniBand";
-  case LinkLayer::kEthernet:
-    return "Ethernet";
-  case LinkLayer::kUnknown:
-    break;
-  }
-  return "Unknown";
+  static constexpr const char* kNames[] = {"Unknown", "InfiniBand", "Ethernet"};
+  static_assert(std::size(kNames) == static_cast<size_t>(LinkLayer::kEthernet) + 1);
+  return kNames[static_cast<size_t>(layer)];
 }
 
 std::string toString(GidType type) {
-  switch (type) {
-  case GidType::kRoceV1:
-    return "v1";
-  case GidType::kRoceV2:
-    return "v2";
-  case GidType::kUnknown:
-    break;
-  }
-  return "";
+  static constexpr const char* kNames[] = {"", "v1", "v2"};
+  static_assert(std::size(kNames) == static_cast<size_t>(GidType::kRoceV2) + 1);
+  return kNames[static_cast<size_t>(type)];
 }
 
 } // namespace kube_rdma

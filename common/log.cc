@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
+#include <iterator>
 
 #include <nlohmann/json.hpp>
 
@@ -10,17 +11,9 @@ namespace kube_rdma {
 namespace {
 
 const char* levelName(LogLevel level) {
-  switch (level) {
-  case LogLevel::kDebug:
-    return "debug";
-  case LogLevel::kInfo:
-    return "info";
-  case LogLevel::kWarn:
-    return "warn";
-  case LogLevel::kError:
-    return "error";
-  }
-  return "info";
+  static constexpr const char* kNames[] = {"debug", "info", "warn", "error"};
+  static_assert(std::size(kNames) == static_cast<size_t>(LogLevel::kError) + 1);
+  return kNames[static_cast<size_t>(level)];
 }
 
 // "2026-11-30T18:42:05.123Z".

@@ -49,17 +49,9 @@ std::vector<std::string> statusRow(const std::string& status, const std::string&
 } // namespace
 
 std::string toString(Verdict verdict) {
-  switch (verdict) {
-  case Verdict::kOk:
-    return "ok";
-  case Verdict::kWarn:
-    return "warn";
-  case Verdict::kFail:
-    return "fail";
-  case Verdict::kUnknown:
-    break;
-  }
-  return "unknown";
+  static constexpr const char* kNames[] = {"ok", "warn", "fail", "unknown"};
+  static_assert(std::size(kNames) == static_cast<size_t>(Verdict::kUnknown) + 1);
+  return kNames[static_cast<size_t>(verdict)];
 }
 
 std::vector<Check> checkWorkload(const NodeSnapshot& snapshot) {

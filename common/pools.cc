@@ -3,6 +3,7 @@
 #include <fnmatch.h>
 
 #include <algorithm>
+#include <iterator>
 
 #include "common/gid_selection.h"
 #include "common/strings.h"
@@ -59,31 +60,19 @@ std::string managementDevice(const NodeTopology& topology) {
 }
 
 std::string toString(PoolRule rule) {
-  switch (rule) {
-  case PoolRule::kManagement:
-    return "management HCA";
-  case PoolRule::kVf:
-    return "SR-IOV VF";
-  case PoolRule::kLinkLayer:
-    return "linkLayer";
-  case PoolRule::kDeviceNames:
-    return "deviceNames";
-  case PoolRule::kNetdevNames:
-    return "netdevNames";
-  case PoolRule::kVendors:
-    return "vendors";
-  case PoolRule::kDeviceIds:
-    return "deviceIDs";
-  case PoolRule::kDrivers:
-    return "drivers";
-  case PoolRule::kPciAddresses:
-    return "pciAddresses";
-  case PoolRule::kExclude:
-    return "exclude";
-  case PoolRule::kEarlierPool:
-    break;
-  }
-  return "taken by an earlier pool";
+  static constexpr const char* kNames[] = {"management HCA",
+                                           "SR-IOV VF",
+                                           "linkLayer",
+                                           "deviceNames",
+                                           "netdevNames",
+                                           "vendors",
+                                           "deviceIDs",
+                                           "drivers",
+                                           "pciAddresses",
+                                           "exclude",
+                                           "taken by an earlier pool"};
+  static_assert(std::size(kNames) == static_cast<size_t>(PoolRule::kEarlierPool) + 1);
+  return kNames[static_cast<size_t>(rule)];
 }
 
 // IDs and PCI addresses compare as written: sysfs prints them in lower case and the config parser

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <iterator>
 #include <limits.h>
 #include <unistd.h>
 
@@ -42,17 +43,9 @@ bool isPciAddress(std::string_view s) {
 }
 
 std::string toString(PciPathType type) {
-  switch (type) {
-  case PciPathType::kPix:
-    return "PIX";
-  case PciPathType::kPxb:
-    return "PXB";
-  case PciPathType::kPhb:
-    return "PHB";
-  case PciPathType::kSys:
-    break;
-  }
-  return "SYS";
+  static constexpr const char* kNames[] = {"PIX", "PXB", "PHB", "SYS"};
+  static_assert(std::size(kNames) == static_cast<size_t>(PciPathType::kSys) + 1);
+  return kNames[static_cast<size_t>(type)];
 }
 
 Result<std::vector<std::string>> parsePciePath(std::string_view path) {

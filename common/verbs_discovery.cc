@@ -7,6 +7,7 @@
 #include <endian.h>
 #include <fcntl.h>
 #include <infiniband/verbs.h>
+#include <iterator>
 #include <map>
 #include <net/if.h>
 #include <unistd.h>
@@ -251,15 +252,9 @@ Result<DiscoveryBackend> parseDiscoveryBackend(std::string_view text) {
 }
 
 std::string toString(DiscoveryBackend backend) {
-  switch (backend) {
-  case DiscoveryBackend::kSysfs:
-    return "sysfs";
-  case DiscoveryBackend::kVerbs:
-    return "verbs";
-  case DiscoveryBackend::kAuto:
-    break;
-  }
-  return "auto";
+  static constexpr const char* kNames[] = {"auto", "sysfs", "verbs"};
+  static_assert(std::size(kNames) == static_cast<size_t>(DiscoveryBackend::kVerbs) + 1);
+  return kNames[static_cast<size_t>(backend)];
 }
 
 std::string libibverbsSysfsRoot(const char* sysfs_path_env) {
