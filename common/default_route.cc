@@ -1,10 +1,10 @@
 #include "common/default_route.h"
 
-#include <charconv>
 #include <cstdint>
 #include <limits>
 #include <vector>
 
+#include "common/strings.h"
 #include "common/sysfs_attributes.h"
 
 namespace kube_rdma {
@@ -23,11 +23,6 @@ std::vector<std::string_view> splitFields(std::string_view line) {
     start = line.find_first_not_of(" \t", end);
   }
   return fields;
-}
-
-bool parseHex(std::string_view text, uint32_t& out) {
-  const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), out, 16);
-  return ec == std::errc() && p == text.data() + text.size() && !text.empty();
 }
 
 bool allZeroHex(std::string_view text) {
@@ -94,16 +89,18 @@ Result<std::string> parseIpv4DefaultRoute(std::string_view text) {
       return Status(lineError("route", number,
                               "has " + std::to_string(f.size()) + " fields, expected at least 8"));
     }
-    uint32_t dest = 0, flags = 0, metric = 0, mask = 0;
-    if (!parseHex(f[1], dest) || !parseHex(f[3], flags) || !parseHex(f[7], mask)) {
+    const auto dest = parseWhole<uint32_t>(f[1], 16);
+    const auto flags = parseWhole<uint32_t>(f[3], 16);
+    const auto mask = parseWhole<uint32_t>(f[7], 16);
+    if (!dest || !flags || !mask) {
       return Status(lineError("route", number, "destination, flags or mask is not hexadecimal"));
     }
-    const auto [p, ec] = std::from_chars(f[6].data(), f[6].data() + f[6].size(), metric);
-    if (ec != std::errc() || p != f[6].data() + f[6].size()) {
+    const auto metric = parseWhole<uint32_t>(f[6]);
+    if (!metric) {
       return Status(lineError("route", number, "metric is not a number"));
     }
-    if (dest == 0 && mask == 0 && (flags & kRtfUp) && !(flags & kRtfReject)) {
-      best.offer(f[0], metric);
+    if (*dest == 0 && *mask == 0 && (*flags & kRtfUp) && !(*flags & kRtfReject)) {
+      best.offer(f[0], *metric);
     }
     return Status(Ok{});
   });
@@ -120,14 +117,15 @@ Result<std::string> parseIpv6DefaultRoute(std::string_view text) {
       return Status(lineError("ipv6_route", number,
                               "has " + std::to_string(f.size()) + " fields, expected 10"));
     }
-    uint32_t plen = 0, metric = 0, flags = 0;
-    if (f[0].size() != 32 || !parseHex(f[1], plen) || !parseHex(f[5], metric) ||
-        !parseHex(f[8], flags)) {
+    const auto plen = parseWhole<uint32_t>(f[1], 16);
+    const auto metric = parseWhole<uint32_t>(f[5], 16);
+    const auto flags = parseWhole<uint32_t>(f[8], 16);
+    if (f[0].size() != 32 || !plen || !metric || !flags) {
       return Status(lineError("ipv6_route", number,
                               "destination, prefix length, metric or flags is malformed"));
     }
-    if (allZeroHex(f[0]) && plen == 0 && (flags & kRtfUp) && !(flags & kRtfReject)) {
-      best.offer(f[9], metric);
+    if (allZeroHex(f[0]) && *plen == 0 && (*flags & kRtfUp) && !(*flags & kRtfReject)) {
+      best.offer(f[9], *metric);
     }
     return Status(Ok{});
   });

@@ -2,8 +2,7 @@
 
 #include <arpa/inet.h>
 
-#include <charconv>
-
+#include "common/strings.h"
 #include "common/sysfs_attributes.h"
 
 namespace kube_rdma {
@@ -44,12 +43,12 @@ Result<Cidr> parseCidr(std::string_view text) {
   }
   const std::string_view length = text.substr(slash + 1);
   const uint32_t max_length = out.family == GidFamily::kIPv6 ? 128 : 32;
-  auto [end, ec] = std::from_chars(length.data(), length.data() + length.size(), out.prefix_length);
-  if (length.empty() || ec != std::errc() || end != length.data() + length.size() ||
-      out.prefix_length > max_length) {
+  const auto prefix_length = parseWhole<uint32_t>(length);
+  if (!prefix_length || *prefix_length > max_length) {
     return makeError("address range " + shown + ": prefix length must be 0.." +
                      std::to_string(max_length));
   }
+  out.prefix_length = *prefix_length;
   return out;
 }
 

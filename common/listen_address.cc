@@ -1,6 +1,6 @@
 #include "common/listen_address.h"
 
-#include <charconv>
+#include "common/strings.h"
 
 namespace kube_rdma {
 
@@ -16,16 +16,13 @@ Result<ListenAddress> parseListenAddress(const std::string& text) {
     return makeError("address \"" + text + "\": write IPv6 hosts in brackets, [::1]:8443");
   }
   const std::string port_text = text.substr(colon + 1);
-  int port = 0;
-  const auto [end, ec] =
-      std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
-  if (port_text.empty() || ec != std::errc() || end != port_text.data() + port_text.size() ||
-      port < 0 || port > 65535) {
+  const auto port = parseWhole<int>(port_text);
+  if (!port || *port < 0 || *port > 65535) {
     return makeError("address \"" + text +
                      "\": the port must be a whole number in [0, 65535], got \"" + port_text +
                      "\"");
   }
-  return ListenAddress{host.empty() ? "0.0.0.0" : host, port};
+  return ListenAddress{host.empty() ? "0.0.0.0" : host, *port};
 }
 
 } // namespace kube_rdma

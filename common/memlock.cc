@@ -1,11 +1,11 @@
 #include "common/memlock.h"
 
-#include <charconv>
 #include <limits>
 
 #include <nlohmann/json.hpp>
 
 #include "common/json_depth.h"
+#include "common/strings.h"
 
 namespace kube_rdma {
 
@@ -16,18 +16,16 @@ Result<MemlockLimit> parseMemlockLimit(std::string_view text) {
   if (text == "off") {
     return MemlockLimit{MemlockLimit::Mode::kOff};
   }
-  uint64_t bytes = 0;
-  const char* end = text.data() + text.size();
-  const auto [ptr, ec] = std::from_chars(text.data(), end, bytes);
-  if (text.empty() || ec != std::errc() || ptr != end) {
+  const auto bytes = parseWhole<uint64_t>(text);
+  if (!bytes) {
     return makeError("expected \"unlimited\", \"off\" or a byte count, got \"" + std::string(text) +
                      "\"");
   }
-  if (bytes < kMinMemlockBytes) {
+  if (*bytes < kMinMemlockBytes) {
     return makeError("a byte count must be at least " + std::to_string(kMinMemlockBytes) +
                      ", got " + std::string(text));
   }
-  return MemlockLimit{MemlockLimit::Mode::kBytes, bytes};
+  return MemlockLimit{MemlockLimit::Mode::kBytes, *bytes};
 }
 
 std::string memlockLimitText(const MemlockLimit& limit) {

@@ -1,6 +1,5 @@
 #include "common/node_check_support.h"
 
-#include <charconv>
 #include <set>
 #include <sstream>
 
@@ -22,13 +21,7 @@ std::string trimmed(const std::string& text) {
 }
 
 std::optional<uint64_t> parseUnsigned(const std::string& text) {
-  const std::string t = trimmed(text);
-  uint64_t value = 0;
-  const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), value);
-  if (t.empty() || ec != std::errc() || end != t.data() + t.size()) {
-    return std::nullopt;
-  }
-  return value;
+  return parseWhole<uint64_t>(trimmed(text));
 }
 
 Evidence evidenceOf(const FileRead& file) {

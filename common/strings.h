@@ -1,10 +1,24 @@
 #pragma once
 
+#include <charconv>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace kube_rdma {
+
+// `text` as a number when all of it is one, by std::from_chars: no spaces, no '+', no '-' for
+// unsigned T, no "0x" for base 16. Header-only so that kube_rdma_base and kubeclient can use it.
+template <class T> std::optional<T> parseWhole(std::string_view text, int base = 10) {
+  T value{};
+  const char* end = text.data() + text.size();
+  const auto [p, ec] = std::from_chars(text.data(), end, value, base);
+  if (ec != std::errc() || p != end) { // from_chars rejects an empty text too
+    return std::nullopt;
+  }
+  return value;
+}
 
 // "a,b,c" from {"a", "b", "c"} with separator ","; "" for no items. For lists in messages,
 // logs and environment values.

@@ -9,6 +9,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "common/strings.h"
+
 namespace kube_rdma {
 namespace {
 
@@ -179,28 +181,26 @@ Result<uint32_t> parseLid(std::string_view text) {
   if (text.substr(0, 2) != "0x" || text.size() == 2) {
     return makeError("LID " + quoted(text) + " is not hexadecimal \"0x...\"");
   }
-  uint32_t lid = 0;
-  const auto [p, ec] = std::from_chars(text.data() + 2, text.data() + text.size(), lid, 16);
-  if (ec != std::errc() || p != text.data() + text.size() || lid > 0xffff) {
+  const auto lid = parseWhole<uint32_t>(text.substr(2), 16);
+  if (!lid || *lid > 0xffff) {
     return makeError("LID " + quoted(text) + " is not a 16-bit hexadecimal number");
   }
-  return lid;
+  return *lid;
 }
 
 Result<std::optional<int>> parseNumaNode(std::string_view text) {
   text = stripNewline(text);
-  int node = 0;
-  const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), node);
-  if (ec != std::errc() || p != text.data() + text.size() || text.empty()) {
+  const auto node = parseWhole<int>(text);
+  if (!node) {
     return makeError("NUMA node " + quoted(text) + " is not a number");
   }
-  if (node == -1) {
+  if (*node == -1) {
     return std::optional<int>();
   }
-  if (node < 0) {
+  if (*node < 0) {
     return makeError("NUMA node " + quoted(text) + " is negative but not -1");
   }
-  return std::optional<int>(node);
+  return node;
 }
 
 Result<GidType> parseGidType(std::string_view text) {

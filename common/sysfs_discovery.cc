@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "common/default_route.h"
+#include "common/strings.h"
 #include "common/sysfs_attributes.h"
 #include "common/topology.h"
 
@@ -54,15 +55,6 @@ std::optional<std::string> readLinkBase(int dir_fd, const char* name) {
   const std::string target(buf, static_cast<size_t>(n));
   const size_t slash = target.rfind('/');
   return slash == std::string::npos ? target : target.substr(slash + 1);
-}
-
-std::optional<uint32_t> parseIndex(const std::string& name) {
-  uint32_t v = 0;
-  const auto [p, ec] = std::from_chars(name.data(), name.data() + name.size(), v);
-  if (ec != std::errc() || p != name.data() + name.size() || name.empty()) {
-    return std::nullopt;
-  }
-  return v;
 }
 
 // Collects warnings with paths relative to the sysfs root.
@@ -307,7 +299,7 @@ void readPciFacts(int fn, const std::string& rel, const std::string& resolved_ro
     if (entry.rfind("virtfn", 0) != 0) {
       continue;
     }
-    const auto n = parseIndex(entry.substr(6));
+    const auto n = parseWhole<uint32_t>(entry.substr(6));
     const auto target = readLinkBase(fn, entry.c_str());
     if (n && target) {
       vfs.emplace_back(*n, *target);
@@ -382,7 +374,7 @@ std::optional<RdmaDevice> readDevice(int class_fd, const std::string& resolved_r
   DirFd ports(dev.get(), "ports");
   std::vector<uint32_t> numbers;
   for (const auto& p : listDirectoryAt(ports.get(), ".").value_or(std::vector<std::string>{})) {
-    if (auto n = parseIndex(p)) {
+    if (auto n = parseWhole<uint32_t>(p)) {
       numbers.push_back(*n);
     }
   }

@@ -1,3 +1,5 @@
+#include <cstdint>
+
 #include <gtest/gtest.h>
 
 #include "common/strings.h"
@@ -20,6 +22,16 @@ TEST(JoinStrings, SeparatorOnlyBetweenItems) {
 
 TEST(JoinStrings, EmptyItemsKeepTheirPlace) {
   EXPECT_EQ(joinStrings({"", "a", ""}, ","), ",a,");
+}
+
+TEST(ParseWhole, AcceptsOnlyAWholeNumber) {
+  EXPECT_EQ(parseWhole<uint32_t>("42"), 42u);
+  EXPECT_EQ(parseWhole<uint32_t>("1a", 16), 26u);
+  EXPECT_EQ(parseWhole<int>("-1"), -1);
+  for (const char* bad : {"", " 1", "1 ", "+1", "1x", "0x1a", "-1"}) {
+    EXPECT_FALSE(parseWhole<uint32_t>(bad)) << bad;
+  }
+  EXPECT_FALSE(parseWhole<uint32_t>("4294967296")); // out of range
 }
 
 } // namespace
