@@ -57,24 +57,14 @@ std::optional<std::string> readLinkBase(int dir_fd, const char* name) {
   return slash == std::string::npos ? target : target.substr(slash + 1);
 }
 
-// Collects warnings with paths relative to the sysfs root.
-class Warnings {
-public:
-  explicit Warnings(std::vector<DiscoveryWarning>& out) : out_(out) {}
-  void add(const std::string& path, const std::string& message) {
-    out_.push_back(DiscoveryWarning{path, message});
-  }
+// Warnings name paths relative to the sysfs root.
+using Warnings = std::vector<DiscoveryWarning>;
 
-private:
-  std::vector<DiscoveryWarning>& out_;
-};
-
-// Reads an attribute relative to dir_fd; on failure records a warning for rel_dir/name.
 std::optional<std::string> readOrWarn(int dir_fd, const std::string& rel_dir, const char* name,
                                       Warnings& warnings) {
   auto text = readAttributeAt(dir_fd, name);
   if (!text) {
-    warnings.add(rel_dir + "/" + name, text.error().message);
+    warnings.push_back({rel_dir + "/" + name, text.error().message});
     return std::nullopt;
   }
   return std::move(*text);
@@ -90,7 +80,7 @@ void readParsed(int dir_fd, const std::string& rel_dir, const char* name, Warnin
   }
   auto parsed = parse(*text);
   if (!parsed) {
-    warnings.add(rel_dir + "/" + name, parsed.error().message);
+    warnings.push_back({rel_dir + "/" + name, parsed.error().message});
     return;
   }
   out = std::move(*parsed);
@@ -192,7 +182,7 @@ void readGids(int port_fd, const std::string& rel, const GidScan& scan, Port& po
   DirFd gids(port_fd, "gids");
   const auto names = gids.ok() ? listDirectoryAt(gids.get(), ".") : std::nullopt;
   if (!names) {
-    warnings.add(rel + "/gids", "cannot list the GID table");
+    warnings.push_back({rel + "/gids", "cannot list the GID table"});
     return;
   }
   port.gid_table_len = static_cast<uint32_t>(names->size());
@@ -211,12 +201,12 @@ void readGids(int port_fd, const std::string& rel, const GidScan& scan, Port& po
     *end = '\0';
     auto text = readAttributeAt(gids.get(), name);
     if (!text) {
-      warnings.add(rel + "/gids/" + name, text.error().message);
+      warnings.push_back({rel + "/gids/" + name, text.error().message});
       continue;
     }
     auto gid = parseGid(*text);
     if (!gid) {
-      warnings.add(rel + "/gids/" + name, gid.error().message);
+      warnings.push_back({rel + "/gids/" + name, gid.error().message});
       continue;
     }
     if (isZero(*gid)) {
@@ -230,7 +220,7 @@ void readGids(int port_fd, const std::string& rel, const GidScan& scan, Port& po
     if (auto type_text = readAttributeAt(types.get(), name)) {
       auto type = parseGidType(*type_text);
       if (!type) {
-        warnings.add(rel + "/gid_attrs/types/" + name, type.error().message);
+        warnings.push_back({rel + "/gid_attrs/types/" + name, type.error().message});
         continue;
       }
       entry.type = *type;
@@ -263,7 +253,7 @@ Port readPort(int ports_fd, const std::string& rel, uint32_t number, const GidSc
       port.rate = std::move(*rate);
       port.rate_gbps = *gbps;
     } else {
-      warnings.add(rel + "/rate", gbps.error().message);
+      warnings.push_back({rel + "/rate", gbps.error().message});
     }
   }
   readParsed(fd.get(), rel, "lid", warnings, parseLid, port.lid);
@@ -279,7 +269,7 @@ void readPciFacts(int fn, const std::string& rel, const std::string& resolved_ro
     d.pcie_path = std::move(*path);
     d.pci_address = d.pcie_path.back();
   } else {
-    warnings.add(drel, path.error().message);
+    warnings.push_back({drel, path.error().message});
   }
   readParsed(fn, drel, "vendor", warnings, asText, d.vendor_id);
   readParsed(fn, drel, "device", warnings, asText, d.device_id);
@@ -288,7 +278,7 @@ void readPciFacts(int fn, const std::string& rel, const std::string& resolved_ro
   if (auto driver = readLinkBase(fn, "driver")) {
     d.driver = *driver;
   } else {
-    warnings.add(drel + "/driver", "no driver link");
+    warnings.push_back({drel + "/driver", "no driver link"});
   }
   if (auto physfn = readLinkBase(fn, "physfn")) {
     d.is_vf = true;
@@ -329,7 +319,7 @@ std::map<std::string, std::string> readUverbsDevices(int root_fd, Warnings& warn
     if (auto ibdev = readAttributeAt(klass.get(), (name + "/ibdev").c_str())) {
       by_device.emplace(std::move(*ibdev), name); // the lowest uverbsN of a device wins
     } else {
-      warnings.add("class/infiniband_verbs/" + name + "/ibdev", ibdev.error().message);
+      warnings.push_back({"class/infiniband_verbs/" + name + "/ibdev", ibdev.error().message});
     }
   }
   return by_device;
@@ -342,7 +332,7 @@ std::optional<RdmaDevice> readDevice(int class_fd, const std::string& resolved_r
   const std::string rel = "class/infiniband/" + name;
   DirFd dev(class_fd, name);
   if (!dev.ok()) {
-    warnings.add(rel, "cannot open: " + std::string(std::strerror(errno)));
+    warnings.push_back({rel, "cannot open: " + std::string(std::strerror(errno))});
     return std::nullopt;
   }
   RdmaDevice d;
@@ -367,7 +357,7 @@ std::optional<RdmaDevice> readDevice(int class_fd, const std::string& resolved_r
     // its parent.
     netdev_names.push_back(std::move(*parent));
   } else {
-    warnings.add(rel + "/device", "no PCI function and no parent netdev");
+    warnings.push_back({rel + "/device", "no PCI function and no parent netdev"});
   }
   d.netdevs = netdev_names;
 
@@ -379,7 +369,7 @@ std::optional<RdmaDevice> readDevice(int class_fd, const std::string& resolved_r
     }
   }
   if (numbers.empty()) {
-    warnings.add(rel + "/ports", "no ports");
+    warnings.push_back({rel + "/ports", "no ports"});
   }
   std::sort(numbers.begin(), numbers.end());
   std::vector<NetdevInfo> netdevs;
@@ -403,7 +393,7 @@ std::vector<GpuDevice> discoverGpus(const std::string& resolved_root, Warnings& 
   std::vector<GpuDevice> gpus;
   DirFd bus(resolved_root + "/bus/pci/devices");
   if (!bus.ok()) {
-    warnings.add("bus/pci/devices", "cannot open: " + std::string(std::strerror(errno)));
+    warnings.push_back({"bus/pci/devices", "cannot open: " + std::string(std::strerror(errno))});
     return gpus;
   }
   for (const auto& bdf : listDirectoryAt(bus.get(), ".").value_or(std::vector<std::string>{})) {
@@ -425,7 +415,7 @@ std::vector<GpuDevice> discoverGpus(const std::string& resolved_root, Warnings& 
     if (auto path = resolvePciePath(resolved_root, resolved_root + "/" + rel, fn.get())) {
       gpu.pcie_path = std::move(*path);
     } else {
-      warnings.add(rel, path.error().message);
+      warnings.push_back({rel, path.error().message});
     }
     gpus.push_back(std::move(gpu));
   }
@@ -477,7 +467,7 @@ bool naturalLess(const std::string& a, const std::string& b) {
 NodeTopology discoverFromSysfs(const DiscoveryRoots& roots, const GidScan& scan) {
   NodeTopology topo;
   topo.source = "sysfs";
-  Warnings warnings(topo.warnings);
+  Warnings& warnings = topo.warnings;
   char buf[PATH_MAX];
   const std::string resolved_root =
       ::realpath(roots.sysfs_root.c_str(), buf) != nullptr ? std::string(buf) : roots.sysfs_root;
@@ -485,11 +475,12 @@ NodeTopology discoverFromSysfs(const DiscoveryRoots& roots, const GidScan& scan)
   DirFd root(resolved_root);
   DirFd klass = root.ok() ? DirFd(root.get(), "class/infiniband") : DirFd();
   if (!root.ok()) {
-    warnings.add(roots.sysfs_root,
-                 "cannot open the sysfs root: " + std::string(std::strerror(errno)));
+    warnings.push_back(
+        {roots.sysfs_root, "cannot open the sysfs root: " + std::string(std::strerror(errno))});
   } else if (!klass.ok()) {
-    warnings.add("class/infiniband", "no RDMA devices: " + std::string(std::strerror(errno)) +
-                                         " under " + roots.sysfs_root);
+    warnings.push_back(
+        {"class/infiniband",
+         "no RDMA devices: " + std::string(std::strerror(errno)) + " under " + roots.sysfs_root});
   } else {
     const auto uverbs_by_device = readUverbsDevices(root.get(), warnings);
     auto names = listDirectoryAt(klass.get(), ".").value_or(std::vector<std::string>{});
@@ -505,7 +496,7 @@ NodeTopology discoverFromSysfs(const DiscoveryRoots& roots, const GidScan& scan)
   if (auto netdev = findDefaultRouteNetdev(roots.proc_root)) {
     topo.management_netdev = std::move(*netdev);
   } else {
-    warnings.add(roots.proc_root + "/net/route", netdev.error().message);
+    warnings.push_back({roots.proc_root + "/net/route", netdev.error().message});
   }
   return topo;
 }
