@@ -51,9 +51,7 @@ struct Port {
 
 struct RdmaDevice {
   std::string name;      // "mlx5_1" or a udev name such as "rocep1s0f0"
-  std::string node_type; // "1: CA"
   std::string node_guid; // "0c42:a103:0065:d6b6"
-  std::string sys_image_guid;
   std::string fw_ver;
   std::string hca_type;         // "MT4123"
   std::string board_id;         // "MT_0000000223"

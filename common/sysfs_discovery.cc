@@ -337,9 +337,7 @@ std::optional<RdmaDevice> readDevice(int class_fd, const std::string& resolved_r
   }
   RdmaDevice d;
   d.name = name;
-  readParsed(dev.get(), rel, "node_type", warnings, asText, d.node_type);
   readParsed(dev.get(), rel, "node_guid", warnings, asText, d.node_guid);
-  readParsed(dev.get(), rel, "sys_image_guid", warnings, asText, d.sys_image_guid);
   readParsed(dev.get(), rel, "fw_ver", warnings, asText, d.fw_ver);
   if (auto uverbs = uverbs_by_device.find(name); uverbs != uverbs_by_device.end()) {
     d.uverbs = uverbs->second;

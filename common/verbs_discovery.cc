@@ -130,7 +130,6 @@ std::optional<RdmaDevice> queryDevice(ibv_device* dev, std::vector<DiscoveryWarn
   }
   device.fw_ver = attr.fw_ver;
   device.node_guid = guidText(be64toh(attr.node_guid));
-  device.sys_image_guid = guidText(be64toh(attr.sys_image_guid));
   for (uint8_t p = 1; p <= attr.phys_port_cnt; ++p) {
     device.ports.push_back(queryPort(ctx.get(), p, device.name, warnings));
   }
@@ -212,12 +211,11 @@ NodeTopology mergeSysfsFacts(VerbsScan verbs, NodeTopology sysfs) {
       topo.devices.push_back(std::move(d));
       continue;
     }
-    // libibverbs gives the GUIDs and the ports with their GID tables, sysfs all the rest. That
+    // libibverbs gives the node GUID and the ports with their GID tables, sysfs all the rest. That
     // includes the firmware, as the driver's own text: rxe has none and sysfs says "", where its
     // libibverbs provider formats the zero it gets as "0.0.0" (seen in test/softroce/).
     RdmaDevice merged = std::move(*it->second);
     merged.node_guid = std::move(d.node_guid);
-    merged.sys_image_guid = std::move(d.sys_image_guid);
     for (auto& port : d.ports) {
       for (const auto& sp : merged.ports) {
         if (sp.number == port.number && port.netdev.empty()) {

@@ -33,9 +33,8 @@ std::vector<std::string> filesDiscoveryReads(const std::string& name) {
   std::vector<std::string> files;
   for (const auto& d : topo.devices) {
     const std::string dev = sys + "/class/infiniband/" + d.name;
-    for (const char* a :
-         {"node_type", "node_guid", "sys_image_guid", "fw_ver", "hca_type", "board_id",
-          "device/vendor", "device/device", "device/numa_node", "device/local_cpulist"}) {
+    for (const char* a : {"node_guid", "fw_ver", "hca_type", "board_id", "device/vendor",
+                          "device/device", "device/numa_node", "device/local_cpulist"}) {
       files.push_back(dev + "/" + a);
     }
     for (const auto& p : d.ports) {
