@@ -1,5 +1,6 @@
 #include "common/json_reader.h"
 
+#include <algorithm>
 #include <cctype>
 #include <limits>
 
@@ -19,15 +20,9 @@ std::string quoteList(const std::vector<std::string>& items) {
 }
 
 bool isIdentifier(const std::string& key) {
-  if (key.empty() || std::isdigit(static_cast<unsigned char>(key[0]))) {
-    return false;
-  }
-  for (char c : key) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') {
-      return false;
-    }
-  }
-  return true;
+  return !key.empty() && !std::isdigit(static_cast<unsigned char>(key[0])) &&
+         std::all_of(key.begin(), key.end(),
+                     [](unsigned char c) { return std::isalnum(c) || c == '_'; });
 }
 
 std::string typeName(const json& value) {

@@ -27,10 +27,8 @@ namespace kube_rdma {
 class JsonErrors {
 public:
   void add(const std::string& path, const std::string& message);
-  bool empty() const { return messages_.empty(); }
-  // "path: message" each, in the order found.
-  const std::vector<std::string>& messages() const { return messages_; }
-  // Ok when nothing was wrong; otherwise one Error whose message is every problem, "; "-joined.
+  // Ok when nothing was wrong; otherwise one Error whose message is every problem ("path:
+  // message", in the order found), "; "-joined.
   Status status() const;
 
 private:
@@ -61,7 +59,6 @@ public:
     return ObjectReader(value, "$", errors);
   }
 
-  const std::string& path() const { return path_; }
   std::string pathOf(const std::string& key) const { return jsonChildPath(path_, key); }
   bool has(const std::string& key) const;
 
@@ -131,13 +128,7 @@ template <class T> T ObjectReader::required(const std::string& key) {
 }
 
 template <class T> T ObjectReader::optional(const std::string& key, T fallback) {
-  if (const nlohmann::json* v = lookup(key, false)) {
-    T converted{};
-    if (convert(*v, pathOf(key), converted)) {
-      return converted;
-    }
-  }
-  return fallback;
+  return maybe<T>(key).value_or(std::move(fallback));
 }
 
 template <class T> std::optional<T> ObjectReader::maybe(const std::string& key) {
