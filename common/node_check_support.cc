@@ -14,12 +14,6 @@ Verdict worse(Verdict a, Verdict b) {
   return Verdict::kOk;
 }
 
-std::string trimmed(const std::string& text) {
-  const size_t begin = text.find_first_not_of(" \t\n");
-  const size_t end = text.find_last_not_of(" \t\n");
-  return begin == std::string::npos ? "" : text.substr(begin, end - begin + 1);
-}
-
 std::optional<uint64_t> parseUnsigned(const std::string& text) {
   return parseWhole<uint64_t>(trimmed(text));
 }

@@ -17,8 +17,6 @@ namespace kube_rdma {
 // A failure outweighs a warning, which outweighs not knowing.
 Verdict worse(Verdict a, Verdict b);
 
-std::string trimmed(const std::string& text);
-
 // A whole unsigned decimal number, spaces around allowed; nullopt for anything else.
 std::optional<uint64_t> parseUnsigned(const std::string& text);
 

@@ -24,6 +24,15 @@ template <class T> std::optional<T> parseWhole(std::string_view text, int base =
 // logs and environment values.
 std::string joinStrings(const std::vector<std::string>& items, std::string_view separator);
 
+// `text` without leading and trailing spaces, tabs, newlines and carriage returns.
+inline std::string trimmed(std::string_view text) {
+  constexpr std::string_view kSpace = " \t\n\r";
+  const size_t begin = text.find_first_not_of(kSpace);
+  return begin == std::string_view::npos
+             ? ""
+             : std::string(text.substr(begin, text.find_last_not_of(kSpace) - begin + 1));
+}
+
 // Whether `value` is one of `list`: the short lists of config keys, policy keys and netdevs.
 bool listContains(const std::vector<std::string>& list, std::string_view value);
 

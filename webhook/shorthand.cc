@@ -4,21 +4,14 @@
 #include <cctype>
 #include <charconv>
 
+#include "common/strings.h"
+
 namespace kube_rdma {
 namespace {
 
 constexpr std::string_view kFullWidthOpen = "\xEF\xBC\x88";  // U+FF08 （
 constexpr std::string_view kFullWidthClose = "\xEF\xBC\x89"; // U+FF09 ）
 constexpr std::string_view kForms = "expected N, N(ib) or N(roce)";
-
-std::string_view trim(std::string_view s) {
-  constexpr std::string_view kSpace = " \t\n\r";
-  const size_t first = s.find_first_not_of(kSpace);
-  if (first == std::string_view::npos) {
-    return {};
-  }
-  return s.substr(first, s.find_last_not_of(kSpace) - first + 1);
-}
 
 // Consumes an opening or closing bracket, ASCII or full-width.
 bool consumeBracket(std::string_view& s, char ascii, std::string_view full_width) {
@@ -44,7 +37,8 @@ ShorthandMap defaultShorthandMap() {
 }
 
 Result<Shorthand> parseShorthand(std::string_view text) {
-  std::string_view rest = trim(text);
+  const std::string trimmed_text = trimmed(text);
+  std::string_view rest = trimmed_text;
   if (rest.empty()) {
     return invalid(text, "empty value, " + std::string(kForms));
   }
