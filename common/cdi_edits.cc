@@ -1,11 +1,19 @@
 #include "common/cdi_edits.h"
 
 namespace kube_rdma {
+namespace {
 
+// The marker that tells rdmactl doctor the runtime applied CDI at all (containerd 1.7 ignores CDI
+// silently unless enable_cdi is on).
+constexpr const char* kCdiMarkerEnv = "KUBE_RDMA_CDI=1";
+
+// The RDMA connection manager, which every RDMA container needs whatever HCAs it has.
 nlohmann::ordered_json rdmaCmDeviceNode() {
   return {{"path", "/dev/infiniband/rdma_cm"}, {"permissions", "rw"}};
 }
 
+// The createRuntime hook that runs kube-rdma-memlock-hook (docs/memlock.md); null when the limit
+// is off.
 nlohmann::ordered_json memlockHook(const MemlockHookConfig& memlock) {
   if (memlock.limit.mode == MemlockLimit::Mode::kOff) {
     return nullptr;
@@ -19,6 +27,8 @@ nlohmann::ordered_json memlockHook(const MemlockHookConfig& memlock) {
            {"kube-rdma-memlock-hook", "--memlock=" + memlockLimitText(memlock.limit),
             "--log-file=" + memlock.log_file}}};
 }
+
+} // namespace
 
 nlohmann::ordered_json cdiSpec(const std::string& kind, const std::vector<CdiDevice>& devices,
                                const std::vector<std::string>& env, nlohmann::ordered_json mounts,

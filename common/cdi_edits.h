@@ -11,18 +11,6 @@
 // mode and the DRA driver's per-claim specs), so both daemons write them the same way.
 namespace kube_rdma {
 
-// The marker that tells rdmactl doctor the runtime applied CDI at all (containerd 1.7 ignores CDI
-// silently unless enable_cdi is on).
-inline constexpr const char* kCdiMarkerEnv = "KUBE_RDMA_CDI=1";
-
-// {"path": "/dev/infiniband/rdma_cm", "permissions": "rw"}: the RDMA connection manager, which
-// every RDMA container needs whatever HCAs it has.
-nlohmann::ordered_json rdmaCmDeviceNode();
-
-// The createRuntime hook that runs kube-rdma-memlock-hook (docs/memlock.md); null when the limit
-// is off.
-nlohmann::ordered_json memlockHook(const MemlockHookConfig& memlock);
-
 // A device of a CDI spec: its name and the uverbs node it gives the container.
 struct CdiDevice {
   std::string name;
