@@ -65,7 +65,7 @@ std::map<int, FileRead> readEcnSide(const std::string& dir) {
 
 } // namespace
 
-NodeSnapshot readNodeSnapshot(const SnapshotRoots& roots, const NodeTopology& topology,
+NodeSnapshot readNodeSnapshot(const DiscoveryRoots& roots, const NodeTopology& topology,
                               ProcessSide process) {
   NodeSnapshot s;
   s.sysfs_root = roots.sysfs_root;
@@ -123,7 +123,7 @@ FileRead loadedLibibverbs() {
   return f;
 }
 
-bool gpuDirectReady(const NodeTopology& topology, const SnapshotRoots& roots) {
+bool gpuDirectReady(const NodeTopology& topology, const DiscoveryRoots& roots) {
   if (topology.gpus.empty()) {
     return false;
   }

@@ -5,16 +5,11 @@
 
 #include "common/device_model.h"
 #include "common/node_checks.h"
+#include "common/sysfs_discovery.h"
 
 // The I/O edge of the node checks: reads the files node_checks.h judges, under the sysfs, proc
 // and dev roots, for the devices of a discovered topology.
 namespace kube_rdma {
-
-struct SnapshotRoots {
-  std::string sysfs_root = "/sys";
-  std::string proc_root = "/proc";
-  std::string dev_root = "/dev";
-};
 
 // What the reader cannot find under the roots: the process's own libibverbs and environment, and
 // a program's output. The caller supplies them (rdmactl: loadedLibibverbs(), its environment and
@@ -29,7 +24,7 @@ struct ProcessSide {
 // HCA, GPU and bridge on their PCIe paths; MTU and ECN files of each RoCE port's netdev; kernel,
 // module and driver versions; <proc>/1/limits and status. An unreadable file is a FileRead
 // without text, never an error: the check that needs it says unknown.
-NodeSnapshot readNodeSnapshot(const SnapshotRoots& roots, const NodeTopology& topology,
+NodeSnapshot readNodeSnapshot(const DiscoveryRoots& roots, const NodeTopology& topology,
                               ProcessSide process);
 
 // The realpath of the libibverbs this process has loaded ("/usr/lib/x86_64-linux-gnu/
@@ -40,6 +35,6 @@ FileRead loadedLibibverbs();
 // check (checkGpuDirect: nvidia_peermem or nv_peer_mem loaded, or dma-buf possible) passes on the
 // files under `roots` as they are now. It reads those files and more (a NodeSnapshot): the
 // daemons ask through GpuDirectReadiness (nfd_feature_writer.h), which says how often.
-bool gpuDirectReady(const NodeTopology& topology, const SnapshotRoots& roots);
+bool gpuDirectReady(const NodeTopology& topology, const DiscoveryRoots& roots);
 
 } // namespace kube_rdma

@@ -18,6 +18,7 @@ namespace kube_rdma {
 struct DiscoveryRoots {
   std::string sysfs_root = "/sys";
   std::string proc_root = "/proc";
+  std::string dev_root = "/dev"; // read by the node checks (node_snapshot.h), not by discovery
 };
 
 // The whole node. Devices are sorted by name in natural order (mlx5_2 before mlx5_10), ports by

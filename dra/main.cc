@@ -78,7 +78,7 @@ int run(const DraFlags& flags, const sigset_t& signals, Logger& logger) {
     logger.error("cannot open the claim checkpoint", {{"error", store.error().message}});
     return 1;
   }
-  const DiscoveryRoots roots{flags.sysfs_root, flags.proc_root};
+  const DiscoveryRoots roots{flags.sysfs_root, flags.proc_root, flags.dev_root};
   NodeTopology topology = discoverFromSysfs(roots);
   logger.info("discovered the node", {{"devices", std::to_string(topology.devices.size())}});
 
@@ -132,8 +132,7 @@ int run(const DraFlags& flags, const sigset_t& signals, Logger& logger) {
   if (!flags.nfd_features_file.empty()) {
     const auto nfd_clock = std::make_shared<RealClock>();
     nfd.emplace(flags.nfd_features_file, flags.nfd_features_ttl, nfd_clock);
-    gpudirect.emplace([roots = SnapshotRoots{flags.sysfs_root, flags.proc_root, flags.dev_root}](
-                          const NodeTopology& node) { return gpuDirectReady(node, roots); },
+    gpudirect.emplace([roots](const NodeTopology& node) { return gpuDirectReady(node, roots); },
                       gpuDirectRecheckInterval(flags.nfd_features_ttl), nfd_clock);
   }
   const auto labelsOf = [&](const NodeTopology& node) {

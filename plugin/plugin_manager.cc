@@ -48,7 +48,7 @@ PluginManager::PluginManager(PluginFlags flags, FileWatcher& watcher, Logger& lo
     nfd_ = std::make_unique<NfdFeatureWriter>(flags_.nfd_features_file, flags_.nfd_features_ttl,
                                               std::make_shared<RealClock>());
     gpudirect_ = std::make_unique<GpuDirectReadiness>(
-        [roots = SnapshotRoots{flags_.sysfs_root, flags_.proc_root, flags_.dev_root}](
+        [roots = DiscoveryRoots{flags_.sysfs_root, flags_.proc_root, flags_.dev_root}](
             const NodeTopology& topology) { return gpuDirectReady(topology, roots); },
         gpuDirectRecheckInterval(flags_.nfd_features_ttl), std::make_shared<RealClock>());
   }
@@ -198,7 +198,7 @@ Status PluginManager::applyConfig(const PluginConfig& config,
   }
   // The node checks read many files: judged once per topology or config, not per scrape or
   // sample, like `rdmactl doctor` (without running ofed_info); only /metrics shows them.
-  const SnapshotRoots roots{flags_.sysfs_root, flags_.proc_root, flags_.dev_root};
+  const DiscoveryRoots roots{flags_.sysfs_root, flags_.proc_root, flags_.dev_root};
   if (!flags_.metrics_address.empty()) {
     const NodeSnapshot snapshot = readNodeSnapshot(roots, *topology, {loadedLibibverbs(), {}, {}});
     node_checks_ = nodeCheckFamily(runNodeChecks(*topology, config, snapshot));

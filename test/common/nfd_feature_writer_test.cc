@@ -114,8 +114,8 @@ TEST_F(NfdFeatureWriterTest, AFailedWriteIsAnErrorAndIsTriedAgainSoon) {
 TEST(GpuDirectReady, IsTheDoctorsGpuDirectCheckOnNodesWithGpus) {
   const auto ready = [](const std::string& fixture) {
     const std::string node = std::string(KUBE_RDMA_FIXTURES) + "/" + fixture;
-    const SnapshotRoots roots{node + "/sys", node + "/proc", node + "/dev"};
-    return gpuDirectReady(discoverFromSysfs({roots.sysfs_root, roots.proc_root}), roots);
+    const DiscoveryRoots roots{node + "/sys", node + "/proc", node + "/dev"};
+    return gpuDirectReady(discoverFromSysfs(roots), roots);
   };
   EXPECT_TRUE(ready("a100-roce"));
   EXPECT_TRUE(ready("a100-nv-peer-mem"));
