@@ -219,8 +219,6 @@ PoolSpec defaultPool(const std::string& resource_name, LinkLayer layer) {
   return pool;
 }
 
-} // namespace
-
 bool isDnsLabel(std::string_view label) {
   if (label.empty() || label.size() > 63 || label.front() == '-' || label.back() == '-') {
     return false;
@@ -229,6 +227,8 @@ bool isDnsLabel(std::string_view label) {
     return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
   });
 }
+
+} // namespace
 
 bool isDnsSubdomain(std::string_view s) {
   if (s.empty() || s.size() > 253) {

@@ -111,9 +111,8 @@ Result<PluginConfig> parsePluginConfig(const std::string& json_text);
 // `path` is empty (no --config). The plugin, the DRA driver and rdmactl read it alike.
 Result<PluginConfig> loadPluginConfig(const std::string& path);
 
-// Kubernetes' object name rules: a DNS label (RFC 1123: at most 63 of a-z, 0-9 and '-', not at
-// either end) and a DNS subdomain (labels joined by '.', at most 253).
-bool isDnsLabel(std::string_view label);
+// Kubernetes' DNS subdomain: DNS labels (RFC 1123: at most 63 of a-z, 0-9 and '-', not at either
+// end) joined by '.', at most 253 characters.
 bool isDnsSubdomain(std::string_view s);
 
 // Kubernetes' IsExtendedResourceName: "domain/name", a DNS subdomain and a qualified name, not in

@@ -22,6 +22,13 @@ std::vector<std::string> portNetdevs(const RdmaDevice& device, const Port& port)
   return port.netdev.empty() ? device.netdevs : std::vector<std::string>{port.netdev};
 }
 
+// NCCL_SOCKET_IFNAME for a container that may run on the host's network or on the pod network
+// (the plugin cannot tell which): the node's management netdev and the CNI's eth0, exact names,
+// so NCCL finds an interface either way and never a data netdev: "=bond0,eth0", or "=eth0".
+std::string socketIfnameFor(const std::string& management_netdev) {
+  return management_netdev == "eth0" ? "=eth0" : "=" + management_netdev + ",eth0";
+}
+
 } // namespace
 
 std::vector<std::string> NodePool::deviceNames() const {
@@ -156,10 +163,6 @@ std::vector<NodePool> buildPools(const NodeTopology& topology, const PluginConfi
     pools.push_back(std::move(explained.pool));
   }
   return pools;
-}
-
-std::string socketIfnameFor(const std::string& management_netdev) {
-  return management_netdev == "eth0" ? "=eth0" : "=" + management_netdev + ",eth0";
 }
 
 Result<NcclEnv> computeNcclSettings(const NodeTopology& topology, const NodePool& pool,

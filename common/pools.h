@@ -81,17 +81,12 @@ struct PoolExplanation {
 // empty?"). Same matching and the same first-pool-wins order as buildPools.
 std::vector<PoolExplanation> explainPools(const NodeTopology& topology, const PluginConfig& config);
 
-// NCCL_SOCKET_IFNAME for a container that may run on the host's network or on the pod network
-// (the plugin cannot tell which): the node's management netdev and the CNI's eth0, exact names,
-// so NCCL finds an interface either way and never a data netdev: "=bond0,eth0", or "=eth0".
-std::string socketIfnameFor(const std::string& management_netdev);
-
 // The environment for a container granted `granted_devices` of `pool`, in this order:
 // NCCL_IB_HCA (=dev:port of the pool's ACTIVE ports on the granted HCAs), NCCL_IB_DISABLE=0,
 // NCCL_IB_GID_INDEX (fixed; or "agreed" when every selected RoCE port picks the same GID; else
-// left out), NCCL_SOCKET_IFNAME (socketIfnameFor; left out when the node has no default route),
-// KUBE_RDMA_DEVICES, KUBE_RDMA_NETDEVS (comma lists), then the pool's extra env, which may
-// replace NCCL_SOCKET_IFNAME.
+// left out), NCCL_SOCKET_IFNAME (the management netdev and eth0; left out when the node has no
+// default route), KUBE_RDMA_DEVICES, KUBE_RDMA_NETDEVS (comma lists), then the pool's extra env,
+// which may replace NCCL_SOCKET_IFNAME.
 // `topology` gives the current port states and GID tables. Errors: a granted device that is not
 // in the pool, or no ACTIVE pool port on the granted devices (an NCCL_IB_HCA that selects
 // nothing would let NCCL fall back to sockets silently).

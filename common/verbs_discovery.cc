@@ -170,28 +170,9 @@ void logBackend(Logger& logger, const char* backend, DiscoveryBackend requested,
                                     {"libibverbs_sysfs_root", verbs_root}});
 }
 
-} // namespace
-
-std::string LibibverbsSource::sysfsRoot() const {
-  return libibverbsSysfsRoot(std::getenv("SYSFS_PATH"));
-}
-
-Result<VerbsScan> LibibverbsSource::scan() {
-  int n = 0;
-  errno = 0;
-  std::unique_ptr<ibv_device*, DeviceListDeleter> list(ibv_get_device_list(&n));
-  if (!list) {
-    return makeError(std::string("ibv_get_device_list failed: ") + std::strerror(errno));
-  }
-  VerbsScan scan;
-  for (int i = 0; i < n; ++i) {
-    if (auto device = queryDevice(list.get()[i], scan.warnings, scan.unusable)) {
-      scan.devices.push_back(std::move(*device));
-    }
-  }
-  return scan;
-}
-
+// The verbs devices completed with what only sysfs knows, matched by name. Devices sysfs lists
+// but libibverbs does not (no uverbs node) are left out with a warning. GPUs, management NIC and
+// the sysfs warnings come from `sysfs`; the source is "libibverbs".
 NodeTopology mergeSysfsFacts(VerbsScan verbs, NodeTopology sysfs) {
   NodeTopology topo;
   topo.source = "libibverbs";
@@ -234,6 +215,28 @@ NodeTopology mergeSysfsFacts(VerbsScan verbs, NodeTopology sysfs) {
   std::sort(topo.devices.begin(), topo.devices.end(),
             [](const RdmaDevice& a, const RdmaDevice& b) { return naturalLess(a.name, b.name); });
   return topo;
+}
+
+} // namespace
+
+std::string LibibverbsSource::sysfsRoot() const {
+  return libibverbsSysfsRoot(std::getenv("SYSFS_PATH"));
+}
+
+Result<VerbsScan> LibibverbsSource::scan() {
+  int n = 0;
+  errno = 0;
+  std::unique_ptr<ibv_device*, DeviceListDeleter> list(ibv_get_device_list(&n));
+  if (!list) {
+    return makeError(std::string("ibv_get_device_list failed: ") + std::strerror(errno));
+  }
+  VerbsScan scan;
+  for (int i = 0; i < n; ++i) {
+    if (auto device = queryDevice(list.get()[i], scan.warnings, scan.unusable)) {
+      scan.devices.push_back(std::move(*device));
+    }
+  }
+  return scan;
 }
 
 Result<DiscoveryBackend> parseDiscoveryBackend(std::string_view text) {

@@ -81,11 +81,6 @@ Result<NodeTopology> discoverNode(const DiscoveryRoots& roots, DiscoveryBackend 
 Result<NodeTopology> discoverNode(const DiscoveryRoots& roots, DiscoveryBackend backend,
                                   Logger& logger, const GidScan& sysfs_gids = {});
 
-// The verbs devices completed with what only sysfs knows, matched by name. Devices sysfs lists
-// but libibverbs does not (no uverbs node) are left out with a warning. GPUs, management NIC and
-// the sysfs warnings come from `sysfs`; the source is "libibverbs".
-NodeTopology mergeSysfsFacts(VerbsScan verbs, NodeTopology sysfs);
-
 // Conversions from libibverbs' numbers to the kernel's sysfs texts, so both backends agree.
 struct PortRate {
   std::string text;  // "200 Gb/sec (4X HDR)"
