@@ -24,7 +24,7 @@ using NodeLabels = std::map<std::string, std::string>;
 //   port-rate-gbps=R or "mixed"  the rate of the ACTIVE ones, "mixed" when they differ (left out
 //                                when none is ACTIVE)
 //   gpudirect-rdma=true          GPUs present and `gpudirect_ready` (gpuDirectReady, in
-//                                nfd_feature_writer.h: the doctor's GPUDirect check passes)
+//                                node_snapshot.h: the doctor's GPUDirect check passes)
 // `topology` carries the port states to use (the health view's).
 NodeLabels nodeLabels(const NodeTopology& topology, const std::vector<NodePool>& pools,
                       bool gpudirect_ready);
