@@ -116,10 +116,7 @@ void readGidIndex(ObjectReader& r, NcclPoolOptions& n) {
 }
 
 void readGidPolicy(ObjectReader& r, NcclPoolOptions& n) {
-  // Absent keeps the value so far: the DRA driver lays RdmaConfigs over one another.
-  const std::string family =
-      r.optionalEnum("addrFamily", {"AF_INET", "AF_INET6"},
-                     n.gid_policy.family == GidFamily::kIPv6 ? "AF_INET6" : "AF_INET");
+  const std::string family = r.optionalEnum("addrFamily", {"AF_INET", "AF_INET6"}, "AF_INET");
   n.gid_policy.family = family == "AF_INET6" ? GidFamily::kIPv6 : GidFamily::kIPv4;
   if (auto range = r.maybe<std::string>("addrRange")) {
     auto cidr = parseCidr(*range);
@@ -147,11 +144,6 @@ void readEnv(ObjectReader& r, NcclPoolOptions& n) {
       r.failAt(key, "value must not contain a newline, carriage return or NUL");
     } else if (name.size() > kNcclConfMaxLength || value.size() > kNcclConfMaxLength) {
       r.failAt(key, "longer than NCCL's 1023-byte limit");
-    } else if (auto same =
-                   std::find_if(n.env.begin(), n.env.end(),
-                                [&env_name = name](const auto& e) { return e.first == env_name; });
-               same != n.env.end()) {
-      same->second = value; // a later RdmaConfig's value for a name wins
     } else {
       n.env.emplace_back(name, value);
     }

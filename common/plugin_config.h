@@ -99,8 +99,8 @@ class ObjectReader;
 MemlockLimit readMemlockLimit(ObjectReader& r, const std::string& key, MemlockLimit fallback);
 
 // Reads the NCCL keys a pool's "nccl" object and the DRA driver's RdmaConfig share: gidIndex,
-// addrFamily, addrRange, ncclConf {enabled, containerPath} and env, into `n`. A key that is
-// absent leaves its field as it is; env entries replace those of the same name. Does not call
+// addrFamily, addrRange, ncclConf {enabled, containerPath} and env, into `n`, which holds the
+// defaults (the DRA driver layers RdmaConfigs with mergeRdmaConfig, not here). Does not call
 // r.finish(): the caller's object may have more keys.
 void readNcclOptions(ObjectReader& r, NcclPoolOptions& n);
 
