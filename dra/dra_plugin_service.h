@@ -1,8 +1,5 @@
 #pragma once
 
-#include <string>
-#include <vector>
-
 #include "dra/claim_preparer.h"
 #include "dra/v1/api.grpc.pb.h"
 #include "dra/v1beta1/api.grpc.pb.h"
@@ -13,50 +10,6 @@
 // bad claim never fails the others.
 namespace kube_rdma {
 
-namespace dra_service {
-
-// The v1 and v1beta1 messages have the same fields but v1's share_id; these serve both.
-template <class Request, class Response>
-void prepareEach(ClaimPreparer& preparer, const Request& request, Response& response) {
-  for (const auto& claim : request.claims()) {
-    auto& answer = (*response.mutable_claims())[claim.uid()];
-    auto devices = preparer.prepare(ClaimRef{claim.namespace_(), claim.name(), claim.uid()});
-    if (!devices.ok()) {
-      answer.set_error(devices.error().message);
-      continue;
-    }
-    for (const auto& device : *devices) {
-      auto* out = answer.add_devices();
-      for (const auto& name : device.request_names) {
-        out->add_request_names(name);
-      }
-      out->set_pool_name(device.pool_name);
-      out->set_device_name(device.device_name);
-      for (const auto& id : device.cdi_device_ids) {
-        out->add_cdi_device_ids(id);
-      }
-      if constexpr (requires { out->set_share_id(device.share_id); }) {
-        if (!device.share_id.empty()) {
-          out->set_share_id(device.share_id);
-        }
-      }
-    }
-  }
-}
-
-template <class Request, class Response>
-void unprepareEach(ClaimPreparer& preparer, const Request& request, Response& response) {
-  for (const auto& claim : request.claims()) {
-    auto& answer = (*response.mutable_claims())[claim.uid()];
-    if (auto status = preparer.unprepare(ClaimRef{claim.namespace_(), claim.name(), claim.uid()});
-        !status.ok()) {
-      answer.set_error(status.error().message);
-    }
-  }
-}
-
-} // namespace dra_service
-
 template <class Service, class PrepareRequest, class PrepareResponse, class UnprepareRequest,
           class UnprepareResponse>
 class DraPluginService final : public Service {
@@ -66,12 +19,39 @@ public:
   // DRAPlugin::Service
   grpc::Status NodePrepareResources(grpc::ServerContext*, const PrepareRequest* request,
                                     PrepareResponse* response) override {
-    dra_service::prepareEach(preparer_, *request, *response);
+    for (const auto& claim : request->claims()) {
+      auto& answer = (*response->mutable_claims())[claim.uid()];
+      auto devices = preparer_.prepare(ClaimRef{claim.namespace_(), claim.name(), claim.uid()});
+      if (!devices.ok()) {
+        answer.set_error(devices.error().message);
+        continue;
+      }
+      for (const auto& device : *devices) {
+        auto* out = answer.add_devices();
+        out->mutable_request_names()->Add(device.request_names.begin(), device.request_names.end());
+        out->set_pool_name(device.pool_name);
+        out->set_device_name(device.device_name);
+        out->mutable_cdi_device_ids()->Add(device.cdi_device_ids.begin(),
+                                           device.cdi_device_ids.end());
+        if constexpr (requires { out->set_share_id(device.share_id); }) {
+          if (!device.share_id.empty()) {
+            out->set_share_id(device.share_id);
+          }
+        }
+      }
+    }
     return grpc::Status::OK;
   }
   grpc::Status NodeUnprepareResources(grpc::ServerContext*, const UnprepareRequest* request,
                                       UnprepareResponse* response) override {
-    dra_service::unprepareEach(preparer_, *request, *response);
+    for (const auto& claim : request->claims()) {
+      auto& answer = (*response->mutable_claims())[claim.uid()];
+      if (auto status =
+              preparer_.unprepare(ClaimRef{claim.namespace_(), claim.name(), claim.uid()});
+          !status.ok()) {
+        answer.set_error(status.error().message);
+      }
+    }
     return grpc::Status::OK;
   }
 
@@ -90,10 +70,5 @@ using DraPluginServiceV1beta1 =
                      dra_v1beta1::NodePrepareResourcesResponse,
                      dra_v1beta1::NodeUnprepareResourcesRequest,
                      dra_v1beta1::NodeUnprepareResourcesResponse>;
-
-// The gRPC services the kubelet may use: "v1.DRAPlugin" first, then "v1beta1.DRAPlugin" (it
-// takes the first it knows), and the optional health stream "v1.DRAResourceHealth", which the
-// kubelet only opens when the list names it.
-std::vector<std::string> draSupportedVersions();
 
 } // namespace kube_rdma

@@ -9,8 +9,13 @@ namespace kube_rdma {
 DraKubeletServer::DraKubeletServer(ClaimPreparer& preparer, DraHealthService& health,
                                    const std::string& dra_socket, Logger& logger)
     : v1_(preparer), v1beta1_(preparer), health_(health),
+      // The kubelet takes the first DRAPlugin version it knows, so v1 goes first; it opens the
+      // optional health stream only when the list names it.
       registration_(
-          PluginWatcherInfo{"DRAPlugin", kDraDriverName, dra_socket, draSupportedVersions()},
+          PluginWatcherInfo{"DRAPlugin",
+                            kDraDriverName,
+                            dra_socket,
+                            {"v1.DRAPlugin", "v1beta1.DRAPlugin", "v1.DRAResourceHealth"}},
           "the DRA driver", logger) {}
 
 Result<std::unique_ptr<DraKubeletServer>>
