@@ -8,9 +8,8 @@ grpc::Status PluginWatcherRegistration::GetInfo(grpc::ServerContext*,
   response->set_type(info_.type);
   response->set_name(info_.name);
   response->set_endpoint(info_.endpoint);
-  for (const auto& version : info_.supported_versions) {
-    response->add_supported_versions(version);
-  }
+  response->mutable_supported_versions()->Add(info_.supported_versions.begin(),
+                                              info_.supported_versions.end());
   return grpc::Status::OK;
 }
 
