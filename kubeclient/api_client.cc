@@ -13,22 +13,14 @@ namespace {
 
 using json = nlohmann::json;
 
-struct X509Free {
-  void operator()(X509* certificate) const { X509_free(certificate); }
+// A default-constructible deleter (the TLS members start empty and are reset() later).
+template <auto Free> struct OpenSslFree {
+  template <class T> void operator()(T* p) const { Free(p); }
 };
-struct KeyFree {
-  void operator()(EVP_PKEY* key) const { EVP_PKEY_free(key); }
-};
-struct StoreFree {
-  void operator()(X509_STORE* store) const { X509_STORE_free(store); }
-};
-struct BioFree {
-  void operator()(BIO* bio) const { BIO_free(bio); }
-};
-using X509Ptr = std::unique_ptr<X509, X509Free>;
-using KeyPtr = std::unique_ptr<EVP_PKEY, KeyFree>;
-using StorePtr = std::unique_ptr<X509_STORE, StoreFree>;
-using BioPtr = std::unique_ptr<BIO, BioFree>;
+using X509Ptr = std::unique_ptr<X509, OpenSslFree<X509_free>>;
+using KeyPtr = std::unique_ptr<EVP_PKEY, OpenSslFree<EVP_PKEY_free>>;
+using StorePtr = std::unique_ptr<X509_STORE, OpenSslFree<X509_STORE_free>>;
+using BioPtr = std::unique_ptr<BIO, OpenSslFree<BIO_free>>;
 
 BioPtr memoryBio(const std::string& pem) {
   return BioPtr(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
