@@ -57,10 +57,6 @@ int verifyAgainstConfiguredCas(X509_STORE_CTX* context, void* configured_store) 
 // An error answer is a Status of a few hundred bytes; more is not read.
 constexpr size_t kMaxErrorBodyBytes = size_t{64} * 1024;
 
-bool isSuccess(int status) {
-  return status >= 200 && status < 300;
-}
-
 } // namespace
 
 struct ApiClient::TlsMaterial {
@@ -227,7 +223,7 @@ ApiResult<json> ApiClient::call(const char* method, const std::string& path, con
     if (!answer) {
       return answer.error();
     }
-    if (!isSuccess(answer->status)) {
+    if (answer->status < 200 || answer->status >= 300) {
       ApiError error = errorFromAnswer(answer->status, answer->body);
       error.retry_after = answer->retry_after;
       return error;
