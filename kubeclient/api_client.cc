@@ -57,6 +57,16 @@ int verifyAgainstConfiguredCas(X509_STORE_CTX* context, void* configured_store) 
 // An error answer is a Status of a few hundred bytes; more is not read.
 constexpr size_t kMaxErrorBodyBytes = size_t{64} * 1024;
 
+// `token` empty: none configured, no Authorization header. Callers pass token_->current()'s
+// value: it fails only before its first success, which fromConfig required.
+httplib::Headers requestHeaders(const std::string& user_agent, const std::string& token) {
+  httplib::Headers headers = {{"Accept", "application/json"}, {"User-Agent", user_agent}};
+  if (!token.empty()) {
+    headers.emplace("Authorization", "Bearer " + token);
+  }
+  return headers;
+}
+
 } // namespace
 
 struct ApiClient::TlsMaterial {
@@ -182,17 +192,10 @@ ApiResult<ApiClient::Answer> ApiClient::exchange(const char* method, const std::
   // A second try after a 401 with a token file (rotated under us) and after a GET on a kept
   // connection that the server had closed.
   for (int attempt = 0;; ++attempt) {
-    Result<std::string> token = token_->current();
-    if (!token) {
-      return ApiError{0, "", token.error().message};
-    }
     httplib::Request request;
     request.method = method;
     request.path = address_.path_prefix + path;
-    request.headers = {{"Accept", "application/json"}, {"User-Agent", options_.user_agent}};
-    if (!token->empty()) {
-      request.headers.emplace("Authorization", "Bearer " + *token);
-    }
+    request.headers = requestHeaders(options_.user_agent, token_->current().value());
     if (!body.empty()) {
       request.headers.emplace("Content-Type", "application/json");
       request.body = body;
@@ -276,10 +279,6 @@ ApiResult<json> ApiClient::remove(const std::string& path) {
 ApiResult<std::string> ApiClient::watch(const std::string& collection_path,
                                         const WatchOptions& options, const WatchHandler& on_event,
                                         WatchStop& stop) {
-  Result<std::string> token = token_->current();
-  if (!token) {
-    return ApiError{0, "", token.error().message};
-  }
   // Its own connection: the stream holds it for minutes.
   std::unique_ptr<httplib::SSLClient> connection =
       connect(std::chrono::seconds(options.timeout_seconds) + options_.request_timeout);
@@ -297,10 +296,7 @@ ApiResult<std::string> ApiClient::watch(const std::string& collection_path,
                                   {"fieldSelector", options.field_selector},
                                   {"timeoutSeconds", std::to_string(options.timeout_seconds)},
                                   {"allowWatchBookmarks", "true"}});
-  httplib::Headers headers = {{"Accept", "application/json"}, {"User-Agent", options_.user_agent}};
-  if (!token->empty()) {
-    headers.emplace("Authorization", "Bearer " + *token);
-  }
+  const httplib::Headers headers = requestHeaders(options_.user_agent, token_->current().value());
 
   std::string last_version = options.resource_version;
   int status = 0;
