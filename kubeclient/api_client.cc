@@ -246,8 +246,7 @@ ApiResult<json> ApiClient::get(const std::string& path) {
 ApiResult<ObjectList> ApiClient::list(const std::string& collection_path,
                                       const ListOptions& options) {
   ApiResult<json> answer =
-      get(withQuery(collection_path, {{"labelSelector", options.label_selector},
-                                      {"fieldSelector", options.field_selector}}));
+      get(withQuery(collection_path, {{"fieldSelector", options.field_selector}}));
   if (!answer) {
     return answer.error();
   }
@@ -292,7 +291,6 @@ ApiResult<std::string> ApiClient::watch(const std::string& collection_path,
   const std::string path =
       withQuery(collection_path, {{"watch", "1"},
                                   {"resourceVersion", options.resource_version},
-                                  {"labelSelector", options.label_selector},
                                   {"fieldSelector", options.field_selector},
                                   {"timeoutSeconds", std::to_string(options.timeout_seconds)},
                                   {"allowWatchBookmarks", "true"}});

@@ -38,7 +38,6 @@ struct ClientOptions {
 };
 
 struct ListOptions {
-  std::string label_selector; // "app=x,tier!=y"
   std::string field_selector; // "spec.nodeName=node-1,spec.driver=rdma.kube-rdma.io"
 };
 
@@ -49,7 +48,6 @@ struct ObjectList {
 
 struct WatchOptions {
   std::string resource_version; // from a LIST or the last event; "" = start with current state
-  std::string label_selector;
   std::string field_selector;
   int timeout_seconds = 300; // the server ends the stream after this; watch again from the last
 };

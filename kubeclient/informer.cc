@@ -132,7 +132,6 @@ bool Informer::list() {
 
 void Informer::watch() {
   WatchOptions options;
-  options.label_selector = options_.selectors.label_selector;
   options.field_selector = options_.selectors.field_selector;
   {
     const std::lock_guard<std::mutex> lock(mutex_);

@@ -103,7 +103,7 @@ std::optional<double> timedGet(ApiClient& api) {
 
 std::vector<json> nodeSlices(ApiClient& api) {
   ApiResult<ObjectList> listed = api.list("/apis/resource.k8s.io/v1/resourceslices",
-                                          {"", std::string("spec.nodeName=") + kTestNode});
+                                          {std::string("spec.nodeName=") + kTestNode});
   return listed.ok() ? listed->items : std::vector<json>{};
 }
 

@@ -77,7 +77,7 @@ protected:
 
   std::vector<json> nodeSlices() {
     ApiResult<ObjectList> listed = api_.api().list("/apis/resource.k8s.io/v1/resourceslices",
-                                                   {"", std::string("spec.nodeName=") + kTestNode});
+                                                   {std::string("spec.nodeName=") + kTestNode});
     return listed.ok() ? listed->items : std::vector<json>{};
   }
 
