@@ -302,7 +302,6 @@ ApiResult<std::string> ApiClient::watch(const std::string& collection_path,
   std::string error_body;
   WatchLineBuffer lines;
   std::optional<ApiError> failure;
-  bool ended_by_caller = false;
   const httplib::Result result = connection->Get(
       address_.path_prefix + path, headers,
       [&](const httplib::Response& response) {
@@ -333,9 +332,8 @@ ApiResult<std::string> ApiClient::watch(const std::string& collection_path,
           if (std::string version = resourceVersionOf(event->object); !version.empty()) {
             last_version = std::move(version);
           }
-          if (event->type != "BOOKMARK" && !on_event(*event)) {
-            ended_by_caller = true;
-            return false;
+          if (event->type != "BOOKMARK") {
+            on_event(*event);
           }
         }
         return true;
@@ -343,10 +341,9 @@ ApiResult<std::string> ApiClient::watch(const std::string& collection_path,
   {
     std::lock_guard<std::mutex> lock(stop.mutex_);
     stop.active_ = nullptr;
-    ended_by_caller = ended_by_caller || stop.stopped_;
-  }
-  if (ended_by_caller) {
-    return last_version;
+    if (stop.stopped_) {
+      return last_version;
+    }
   }
   ApiError error;
   if (failure) {

@@ -86,10 +86,10 @@ public:
   ApiResult<nlohmann::json> remove(const std::string& path);
 
   // Streams changes of a collection to `on_event` (ADDED, MODIFIED, DELETED; bookmarks only move
-  // the version) until the server ends the stream, `on_event` returns false or `stop` is
-  // called; then answers the last resourceVersion seen, to watch again from. An error with code
-  // 410 means that version is too old: LIST again and watch from the list's version.
-  using WatchHandler = std::function<bool(const WatchEvent& event)>;
+  // the version) until the server ends the stream or `stop` is called; then answers the last
+  // resourceVersion seen, to watch again from. An error with code 410 means that version is too
+  // old: LIST again and watch from the list's version.
+  using WatchHandler = std::function<void(const WatchEvent& event)>;
   ApiResult<std::string> watch(const std::string& collection_path, const WatchOptions& options,
                                const WatchHandler& on_event, WatchStop& stop);
 

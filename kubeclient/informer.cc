@@ -149,7 +149,6 @@ void Informer::watch() {
         saw_event = true;
         apply(event.type, event.object);
         on_change_();
-        return true;
       },
       watch_stop_);
   if (ended) {
