@@ -1,6 +1,7 @@
 #include "kubeclient/informer.h"
 
 #include <charconv>
+#include <cstdint>
 #include <utility>
 
 #include "common/json_members.h"
@@ -124,7 +125,6 @@ bool Informer::list() {
     status_.connected = true;
     status_.last_error.clear();
     status_.disconnected_since.reset();
-    ++status_.lists;
   }
   on_change_();
   return true;
@@ -139,7 +139,6 @@ void Informer::watch() {
     std::uniform_int_distribution<long long> spread(0, options_.min_watch_timeout.count());
     options.timeout_seconds =
         static_cast<int>(options_.min_watch_timeout.count() + spread(random_));
-    ++status_.watches;
   }
   const auto began = clock_.now();
   bool saw_event = false;
@@ -214,12 +213,8 @@ void Informer::failed(const char* what, const ApiError& error) {
                {{"request", std::string(what) + " " + collection_path_},
                 {"error", describe(error)},
                 {"retry_in_ms", std::to_string(delay.count())}});
-  pause(delay);
-}
-
-bool Informer::pause(std::chrono::milliseconds delay) {
   std::unique_lock<std::mutex> lock(mutex_);
-  return !wake_.wait_for(lock, delay, [this] { return stopping_; });
+  wake_.wait_for(lock, delay, [this] { return stopping_; });
 }
 
 } // namespace kube_rdma

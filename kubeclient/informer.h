@@ -4,7 +4,6 @@
 
 #include <chrono>
 #include <condition_variable>
-#include <cstdint>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -34,8 +33,6 @@ struct InformerStatus {
   bool connected = false; // the last LIST or WATCH got an answer (a watch is open or opening)
   std::string last_error; // of the last failed LIST or WATCH, until one succeeds
   std::optional<std::chrono::steady_clock::time_point> disconnected_since;
-  uint64_t lists = 0;   // LISTs made (1 + re-lists after 410 Gone)
-  uint64_t watches = 0; // WATCH requests made
 };
 
 // A local copy of the objects of one collection that match the selectors, kept by LIST once and
@@ -73,9 +70,8 @@ private:
   bool list();
   void watch();
   void apply(const std::string& type, const nlohmann::json& object);
+  // Records and logs the failure, then sleeps out the backoff (or until stop()).
   void failed(const char* what, const ApiError& error);
-  // Sleeps until `delay` passed or stop(); false when stopping.
-  bool pause(std::chrono::milliseconds delay);
 
   ApiClient& api_;
   const std::string collection_path_;
