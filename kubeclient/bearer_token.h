@@ -12,11 +12,10 @@ namespace kube_rdma {
 
 // The bearer token to send: a fixed one, or the content of a file that the kubelet rewrites as it
 // rotates the service-account token (about hourly, valid for longer). The file is read again once
-// the cached value is `max_age` old (client-go's rule: a minute) or after the server said 401.
+// the cached value is a minute old (client-go's rule) or after the server said 401.
 class BearerToken {
 public:
-  BearerToken(std::string fixed_token, std::string token_file, ReadFile read_file, ClockPtr clock,
-              std::chrono::seconds max_age = std::chrono::seconds(60));
+  BearerToken(std::string fixed_token, std::string token_file, ReadFile read_file, ClockPtr clock);
 
   // The token for the next request; "" when none is configured. Fails only when the file has
   // never been read; later read failures keep the last good token (the old one is still valid
@@ -31,7 +30,6 @@ private:
   const std::string token_file_;
   const ReadFile read_file_;
   const ClockPtr clock_;
-  const std::chrono::seconds max_age_;
   std::mutex mutex_;
   std::string cached_;
   bool have_cached_ = false;
