@@ -131,7 +131,6 @@ Result<ApiConfig> parseKubeconfigNodes(const YAML::Node& root,
   const std::string cluster_name = stringField(*context, "cluster");
   const std::string user_name = stringField(*context, "user");
   ApiConfig config;
-  config.namespace_name = stringField(*context, "namespace");
 
   Result<YAML::Node> cluster = namedEntry(root, "clusters", "cluster", cluster_name);
   if (!cluster) {
@@ -211,11 +210,6 @@ Result<ApiConfig> inClusterConfig(const std::filesystem::path& root,
   if (Result<std::string> token = readWholeFile(config.token_file); !token) {
     return makeError("service account: " + token.error().message);
   }
-  Result<std::string> ns = readWholeFile(dir / "namespace");
-  if (!ns) {
-    return makeError("service account: " + ns.error().message);
-  }
-  config.namespace_name = std::move(*ns);
   return config;
 }
 

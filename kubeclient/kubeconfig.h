@@ -22,8 +22,6 @@ struct ApiConfig {
   // A client certificate and its key (PEM), both or neither.
   std::string client_certificate_pem;
   std::string client_key_pem;
-  // The context's or the service account's namespace; empty when none was given.
-  std::string namespace_name;
 };
 
 // Reads a file's whole content; injected so parsing needs no disk.
@@ -46,7 +44,7 @@ struct ServiceEnvironment {
 };
 ServiceEnvironment serviceEnvironmentFromProcess();
 
-// The pod's own service account: the server from `env`, the CA, token and namespace from
+// The pod's own service account: the server from `env`, the CA and token from
 // `root`/var/run/secrets/kubernetes.io/serviceaccount (root is "/" in a pod). The token is
 // referenced as a file: the kubelet rotates it.
 Result<ApiConfig> inClusterConfig(const std::filesystem::path& root, const ServiceEnvironment& env);

@@ -71,7 +71,6 @@ TEST(KubeconfigTest, CertificateAuthorityDataAndTokenOfTheCurrentContext) {
   EXPECT_EQ(config->ca_pem, kCaPem);
   EXPECT_EQ(config->token, "abc.def");
   EXPECT_EQ(config->token_file, "");
-  EXPECT_EQ(config->namespace_name, "kube-rdma");
 }
 
 TEST(KubeconfigTest, RelativeFilesAreTakenFromTheKubeconfigsDirectory) {
@@ -189,7 +188,6 @@ protected:
     account_ = dir_.sub("var/run/secrets/kubernetes.io/serviceaccount");
     std::ofstream(account_ + "/ca.crt") << kCaPem;
     std::ofstream(account_ + "/token") << "sa-token";
-    std::ofstream(account_ + "/namespace") << "kube-rdma";
   }
   TempDir dir_;
   std::string account_;
@@ -202,7 +200,6 @@ TEST_F(InClusterConfigTest, ReadsTheServiceAccountUnderTheRoot) {
   EXPECT_EQ(config->ca_pem, kCaPem);
   EXPECT_EQ(config->token_file, account_ + "/token");
   EXPECT_EQ(config->token, "");
-  EXPECT_EQ(config->namespace_name, "kube-rdma");
 }
 
 TEST_F(InClusterConfigTest, BracketsAnIpv6ServiceAddress) {
