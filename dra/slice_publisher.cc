@@ -200,11 +200,6 @@ void SlicePublisher::stop() {
   }
 }
 
-int64_t SlicePublisher::generation() const {
-  const std::lock_guard<std::mutex> lock(mutex_);
-  return generation_;
-}
-
 PublishingState SlicePublisher::state() const {
   PublishingState state;
   {
@@ -307,7 +302,7 @@ Result<bool> SlicePublisher::reconcile(SliceSet wanted) {
       }
     }
   }
-  const SliceChanges changes = planSliceChanges(wanted.slices, watched, generation());
+  const SliceChanges changes = planSliceChanges(wanted.slices, watched, generation_);
   const std::string collection = sliceCollection();
   for (const std::string& name : changes.remove) {
     ApiResult<json> removed = api_.remove(collection + "/" + name);
@@ -347,7 +342,6 @@ Result<bool> SlicePublisher::reconcile(SliceSet wanted) {
                   {"created", std::to_string(changes.create.size())},
                   {"updated", std::to_string(changes.update.size())}});
   }
-  const std::lock_guard<std::mutex> lock(mutex_);
   generation_ = changes.generation;
   return !changes.empty();
 }

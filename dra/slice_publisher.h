@@ -83,8 +83,6 @@ public:
   void set(NodeTopology topology);
   void stop();
 
-  // The generation last published; 0 before the first success.
-  int64_t generation() const;
   PublishingState state() const;
 
 private:
@@ -106,7 +104,8 @@ private:
   DraMetrics& metrics_;
   const Clock& clock_;
   const SlicePublisherOptions options_;
-  std::string node_uid_; // the publisher's thread only
+  std::string node_uid_;   // the publisher's thread only
+  int64_t generation_ = 0; // last published; the publisher's thread only
   // The features the API server dropped, by their marking field; the publisher's thread only.
   std::set<std::string> dropped_features_;
   Informer slices_;
@@ -116,7 +115,6 @@ private:
   std::optional<NodeTopology> topology_; // the newest one handed in
   bool wake_pending_ = false;            // set(), or the watched slices changed
   bool stopping_ = false;
-  int64_t generation_ = 0;
   PublishingState state_;
   std::thread thread_;
 };
