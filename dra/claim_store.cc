@@ -1,6 +1,5 @@
 #include "dra/claim_store.h"
 
-#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -8,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/atomic_file.h"
+#include "common/strings.h"
 
 namespace kube_rdma {
 namespace {
@@ -74,15 +74,11 @@ Result<std::unique_ptr<ClaimStore>> ClaimStore::open(const std::string& state_di
 
 Status ClaimStore::prepare(const std::string& uid, const PreparedClaim& claim) {
   std::lock_guard lock(mutex_);
-  std::vector<std::string> paths;
-  for (const auto& file : claim.files) {
-    paths.push_back(file.path);
-  }
   // Recorded first: a crash half-way leaves files the next unprepare knows about.
   std::vector<std::string>& recorded = files_[uid];
-  for (const auto& path : paths) {
-    if (std::find(recorded.begin(), recorded.end(), path) == recorded.end()) {
-      recorded.push_back(path);
+  for (const auto& file : claim.files) {
+    if (!listContains(recorded, file.path)) {
+      recorded.push_back(file.path);
     }
   }
   Status status = saveLocked();
