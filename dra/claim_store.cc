@@ -1,13 +1,12 @@
 #include "dra/claim_store.h"
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "common/atomic_file.h"
 #include "common/strings.h"
+#include "kubeclient/kubeconfig.h"
 
 namespace kube_rdma {
 namespace {
@@ -15,13 +14,11 @@ namespace {
 constexpr int kCheckpointVersion = 1;
 
 Result<std::map<std::string, std::vector<std::string>>> readCheckpoint(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) {
+  Result<std::string> text = readWholeFile(path);
+  if (!text) {
     return std::map<std::string, std::vector<std::string>>{};
   }
-  std::stringstream text;
-  text << in.rdbuf();
-  const auto doc = nlohmann::json::parse(text.str(), nullptr, false);
+  const auto doc = nlohmann::json::parse(*text, nullptr, false);
   const auto bad = [&path](const std::string& why) {
     return makeError("checkpoint " + path + " is damaged: " + why);
   };
