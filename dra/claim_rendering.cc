@@ -1,6 +1,7 @@
 #include "dra/claim_rendering.h"
 
 #include <algorithm>
+#include <numeric>
 
 #include "common/cdi_edits.h"
 #include "common/json_members.h"
@@ -56,9 +57,7 @@ Result<RdmaConfig> mergedConfig(const nlohmann::json& devices_status,
     return base;
   }
   std::vector<size_t> order(configs->size());
-  for (size_t i = 0; i < order.size(); ++i) {
-    order[i] = i;
-  }
+  std::iota(order.begin(), order.end(), size_t{0});
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
     return jsonStringMember((*configs)[a], "source") == "FromClass" &&
            jsonStringMember((*configs)[b], "source") != "FromClass";
