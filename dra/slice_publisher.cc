@@ -117,11 +117,7 @@ SliceChanges planSliceChanges(const std::vector<nlohmann::ordered_json>& wanted,
   std::sort(sorted.begin(), sorted.end(), [](const json& a, const json& b) {
     return metadataString(a, "name") < metadataString(b, "name");
   });
-  std::vector<json> wanted_plain;
-  wanted_plain.reserve(wanted.size());
-  for (const nlohmann::ordered_json& slice : wanted) {
-    wanted_plain.push_back(json::parse(slice.dump()));
-  }
+  std::vector<json> wanted_plain(wanted.begin(), wanted.end());
   const size_t kept = std::min(wanted_plain.size(), sorted.size());
   bool changed = sorted.size() < wanted_plain.size();
   int64_t highest = last_generation;
