@@ -1,6 +1,7 @@
 #include "kubeclient/api_error.h"
 
 #include <algorithm>
+#include <charconv>
 
 #include "common/json_depth.h"
 
@@ -80,16 +81,12 @@ Error toError(const ApiError& error) {
 }
 
 std::chrono::seconds parseRetryAfter(std::string_view header) {
-  constexpr long long kMaxSeconds = 600;
-  if (header.empty() || header.size() > 10) {
+  constexpr unsigned long long kMaxSeconds = 600;
+  unsigned long long seconds = 0;
+  const char* end = header.data() + header.size();
+  const auto [rest, error] = std::from_chars(header.data(), end, seconds);
+  if (header.size() > 10 || error != std::errc() || rest != end) {
     return std::chrono::seconds(0);
-  }
-  long long seconds = 0;
-  for (const char c : header) {
-    if (c < '0' || c > '9') {
-      return std::chrono::seconds(0);
-    }
-    seconds = seconds * 10 + (c - '0');
   }
   return std::chrono::seconds(std::min(seconds, kMaxSeconds));
 }
