@@ -19,9 +19,7 @@ inline constexpr const char* kDraDriverName = "rdma.kube-rdma.io";
 
 // The API's limits (resource.k8s.io/v1).
 inline constexpr size_t kMaxDevicesPerSlice = 128;
-inline constexpr size_t kMaxAttributesPerDevice = 32;
 inline constexpr size_t kMaxAttributeStringLength = 64;
-inline constexpr size_t kMaxAttributeIdLength = 32;
 
 // One published port and where it comes from. The pointers point into the topology and the
 // pools it was built from.

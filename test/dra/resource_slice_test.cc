@@ -15,6 +15,9 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 const SliceOwner kOwner{kTestNode, "5e0c7a3b-1d2f-4a6b-8c9d-0e1f2a3b4c5d"};
+// The API's limits (resource.k8s.io/v1) that the driver stays under without checking.
+constexpr size_t kMaxAttributesPerDevice = 32;
+constexpr size_t kMaxAttributeIdLength = 32;
 
 TEST(ResourceSlice, A100NodeMatchesTheGoldenSlice) {
   const SliceSet set =
