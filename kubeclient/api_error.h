@@ -26,7 +26,6 @@ struct ApiError {
 };
 
 template <class T> using ApiResult = Result<T, ApiError>;
-using ApiStatus = Result<Ok, ApiError>;
 
 // The error an answer with a non-2xx `http_status` and `body` stands for. A Status body gives its
 // reason and message; any other body (HTML from a proxy, bad JSON, nothing) is quoted, cut short,
