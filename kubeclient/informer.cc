@@ -1,25 +1,15 @@
 #include "kubeclient/informer.h"
 
-#include <charconv>
 #include <cstdint>
 #include <utility>
 
 #include "common/json_members.h"
+#include "common/strings.h"
 
 namespace kube_rdma {
 namespace {
 
 using nlohmann::json;
-
-std::optional<uint64_t> versionNumber(const std::string& version) {
-  uint64_t number = 0;
-  const char* end = version.data() + version.size();
-  const auto [rest, error] = std::from_chars(version.data(), end, number);
-  if (version.empty() || error != std::errc() || rest != end) {
-    return std::nullopt;
-  }
-  return number;
-}
 
 // A watch that ends this soon without an event counts as failed: a server (or proxy) that closes
 // streams at once must not be asked again in a tight loop.
@@ -28,8 +18,8 @@ constexpr std::chrono::seconds kShortestHealthyWatch{1};
 } // namespace
 
 bool olderVersion(const std::string& a, const std::string& b) {
-  const std::optional<uint64_t> first = versionNumber(a);
-  const std::optional<uint64_t> second = versionNumber(b);
+  const std::optional<uint64_t> first = parseWhole<uint64_t>(a);
+  const std::optional<uint64_t> second = parseWhole<uint64_t>(b);
   return first && second && *first < *second;
 }
 
