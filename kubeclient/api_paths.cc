@@ -1,6 +1,6 @@
 #include "kubeclient/api_paths.h"
 
-#include <charconv>
+#include "common/strings.h"
 
 namespace kube_rdma {
 namespace {
@@ -115,15 +115,12 @@ Result<ServerAddress> parseServerUrl(std::string_view url) {
     return makeError("server '" + std::string(url) + "' has no host");
   }
   if (!port_text.empty()) {
-    int port = 0;
-    const auto [end, ec] =
-        std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
-    if (ec != std::errc() || end != port_text.data() + port_text.size() || port < 1 ||
-        port > 65535) {
+    const std::optional<int> port = parseWhole<int>(port_text);
+    if (!port || *port < 1 || *port > 65535) {
       return makeError("server '" + std::string(url) + "': port '" + std::string(port_text) +
                        "' is not a number from 1 to 65535");
     }
-    address.port = port;
+    address.port = *port;
   }
   return address;
 }
