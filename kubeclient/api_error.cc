@@ -1,9 +1,10 @@
 #include "kubeclient/api_error.h"
 
 #include <algorithm>
-#include <charconv>
 
 #include "common/json_depth.h"
+#include "common/json_members.h"
+#include "common/strings.h"
 
 namespace kube_rdma {
 namespace {
@@ -28,9 +29,7 @@ ApiError errorFromStatus(const nlohmann::json& status, int fallback_code) {
   if (const auto code = status.find("code"); code != status.end() && code->is_number_integer()) {
     error.code = code->get<int>();
   }
-  if (const auto reason = status.find("reason"); reason != status.end() && reason->is_string()) {
-    error.reason = reason->get<std::string>();
-  }
+  error.reason = jsonStringMember(status, "reason");
   if (const auto message = status.find("message");
       message != status.end() && message->is_string()) {
     error.message = message->get<std::string>();
@@ -55,7 +54,7 @@ ApiResult<nlohmann::json> parseApiJson(std::string_view text, int code, std::str
 
 ApiError errorFromAnswer(int http_status, std::string_view body) {
   const ApiResult<nlohmann::json> parsed = parseApiJson(body, http_status, "answer");
-  if (parsed && parsed->is_object() && parsed->contains("kind") && (*parsed)["kind"] == "Status") {
+  if (parsed && jsonStringMember(*parsed, "kind") == "Status") {
     ApiError error = errorFromStatus(*parsed, http_status);
     error.code = http_status; // the status line is what happened; Status.code only repeats it
     return error;
@@ -82,13 +81,11 @@ Error toError(const ApiError& error) {
 
 std::chrono::seconds parseRetryAfter(std::string_view header) {
   constexpr unsigned long long kMaxSeconds = 600;
-  unsigned long long seconds = 0;
-  const char* end = header.data() + header.size();
-  const auto [rest, error] = std::from_chars(header.data(), end, seconds);
-  if (header.size() > 10 || error != std::errc() || rest != end) {
+  const std::optional<unsigned long long> seconds = parseWhole<unsigned long long>(header);
+  if (header.size() > 10 || !seconds) {
     return std::chrono::seconds(0);
   }
-  return std::chrono::seconds(std::min(seconds, kMaxSeconds));
+  return std::chrono::seconds(std::min(*seconds, kMaxSeconds));
 }
 
 } // namespace kube_rdma
