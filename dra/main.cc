@@ -34,20 +34,14 @@
 namespace kube_rdma {
 namespace {
 
-Result<ApiConfig> loadApiConfig(const std::string& kubeconfig) {
-  if (!kubeconfig.empty()) {
-    return loadKubeconfig(kubeconfig);
-  }
-  return inClusterConfig("/", serviceEnvironmentFromProcess());
-}
-
 int run(const DraFlags& flags, const sigset_t& signals, Logger& logger) {
   auto config = loadPluginConfig(flags.config_path);
   if (!config) {
     logger.error("cannot load the configuration", {{"error", config.error().message}});
     return 1;
   }
-  auto api_config = loadApiConfig(flags.kubeconfig);
+  auto api_config = flags.kubeconfig.empty() ? inClusterConfig("/", serviceEnvironmentFromProcess())
+                                             : loadKubeconfig(flags.kubeconfig);
   if (!api_config) {
     logger.error("cannot configure the API client", {{"error", api_config.error().message}});
     return 1;
