@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <optional>
+#include <utility>
 
 #include "common/clock.h"
 #include "common/sysfs_attributes.h"
@@ -412,8 +413,7 @@ void PluginManager::run(const std::stop_token& stop) {
     } else {
       events_changed_.wait(lock, stop, [this] { return !events_.empty(); });
     }
-    const std::set<Event> events = std::move(events_);
-    events_.clear();
+    const std::set<Event> events = std::exchange(events_, {});
     if (events.count(Event::kConfigChanged)) {
       onConfigChanged();
     }
@@ -506,8 +506,7 @@ void PluginManager::writeNfdFeatures() {
 }
 
 void PluginManager::writeFiles(std::unique_lock<std::mutex>& lock) {
-  auto work = std::move(file_work_);
-  file_work_.clear();
+  const auto work = std::exchange(file_work_, {});
   // fsync takes milliseconds: health samples, /metrics and /healthz must not wait for it. Only
   // this thread queues file work, so the files are written in the order they were queued.
   lock.unlock();
