@@ -181,13 +181,10 @@ Check gidIndex(const NodeTopology& topo, const NcclEnv& env, const std::string& 
       }
       ++checked;
       const std::string where = d.name + " port " + std::to_string(p.number) + " index " + value;
-      const GidEntry* entry = nullptr;
-      for (const auto& g : p.gids) {
-        if (g.index == static_cast<uint64_t>(index)) {
-          entry = &g;
-        }
-      }
-      if (entry == nullptr) {
+      const auto entry = std::find_if(p.gids.begin(), p.gids.end(), [&](const GidEntry& g) {
+        return g.index == static_cast<uint64_t>(index);
+      });
+      if (entry == p.gids.end()) {
         bad.push_back(where + " is empty");
       } else if (entry->gid.rfind("fe80:0000:0000:0000:", 0) == 0) {
         bad.push_back(where + " is link-local");
