@@ -30,12 +30,10 @@ ApiError errorFromStatus(const nlohmann::json& status, int fallback_code) {
     error.code = code->get<int>();
   }
   error.reason = jsonStringMember(status, "reason");
-  if (const auto message = status.find("message");
-      message != status.end() && message->is_string()) {
-    error.message = message->get<std::string>();
-  } else {
-    error.message = "Status without a message: " + status.dump();
-  }
+  const nlohmann::json* message = jsonMember(status, "message");
+  error.message = message != nullptr && message->is_string()
+                      ? message->get<std::string>()
+                      : "Status without a message: " + status.dump();
   return error;
 }
 

@@ -6,8 +6,8 @@
 #include <climits>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <memory>
-#include <sstream>
 
 namespace kube_rdma {
 namespace {
@@ -158,9 +158,7 @@ Result<std::string> readWholeFile(const std::filesystem::path& path) {
   if (!in) {
     return makeError("cannot read " + path.string());
   }
-  std::ostringstream content;
-  content << in.rdbuf();
-  return content.str();
+  return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
 Result<ApiConfig> parseKubeconfig(std::string_view yaml, const std::filesystem::path& base_dir,
