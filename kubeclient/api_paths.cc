@@ -10,13 +10,6 @@ bool isUnreserved(char c) {
          c == '.' || c == '_' || c == '~';
 }
 
-std::string groupVersionPath(const ApiResource& resource) {
-  if (resource.group.empty()) {
-    return "/api/" + std::string(resource.version);
-  }
-  return "/apis/" + std::string(resource.group) + "/" + std::string(resource.version);
-}
-
 } // namespace
 
 std::string percentEncode(std::string_view text) {
@@ -41,7 +34,9 @@ Result<std::string> collectionPath(const ApiResource& resource, std::string_view
     return makeError(std::string(resource.plural) + " are cluster-scoped: no namespace ('" +
                      std::string(ns) + "' given)");
   }
-  std::string path = groupVersionPath(resource);
+  std::string path = resource.group.empty() ? "/api/" + std::string(resource.version)
+                                            : "/apis/" + std::string(resource.group) + "/" +
+                                                  std::string(resource.version);
   if (!ns.empty()) {
     path += "/namespaces/" + percentEncode(ns);
   }
