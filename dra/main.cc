@@ -16,7 +16,6 @@
 #include "common/node_snapshot.h"
 #include "common/plugin_config.h"
 #include "common/pools.h"
-#include "common/sysfs_attributes.h"
 #include "common/sysfs_discovery.h"
 #include "dra/api_claim_reader.h"
 #include "dra/claim_preparer.h"

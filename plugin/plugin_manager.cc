@@ -5,7 +5,6 @@
 #include <utility>
 
 #include "common/clock.h"
-#include "common/sysfs_attributes.h"
 #include "common/verbs_discovery.h"
 #include "plugin/cdi_spec.h"
 #include "common/node_checks.h"
