@@ -25,23 +25,6 @@ bool isIdentifier(const std::string& key) {
                      [](unsigned char c) { return std::isalnum(c) || c == '_'; });
 }
 
-std::string typeName(const json& value) {
-  switch (value.type()) {
-  case json::value_t::object:
-    return "an object";
-  case json::value_t::array:
-    return "an array";
-  case json::value_t::string:
-    return "a string";
-  case json::value_t::boolean:
-    return "a boolean";
-  case json::value_t::null:
-    return "null";
-  default:
-    return "a number";
-  }
-}
-
 // One open object or array while parsing, to name where a duplicate key is.
 struct OpenContainer {
   bool is_array = false;
@@ -93,10 +76,7 @@ Result<json> parseJsonDocument(const std::string& text, const std::string& what)
     case json::parse_event_t::object_end:
     case json::parse_event_t::array_end:
       stack.pop_back();
-      if (!stack.empty() && stack.back().is_array) {
-        ++stack.back().index;
-      }
-      break;
+      [[fallthrough]]; // a closed container is one finished element of its parent
     case json::parse_event_t::value:
       if (!stack.empty() && stack.back().is_array) {
         ++stack.back().index;
@@ -128,8 +108,11 @@ std::string jsonIndexPath(const std::string& parent, size_t index) {
 }
 
 std::string describeJson(const json& value) {
-  if (value.is_object() || value.is_array()) {
-    return typeName(value);
+  if (value.is_object()) {
+    return "an object";
+  }
+  if (value.is_array()) {
+    return "an array";
   }
   std::string text = value.dump();
   constexpr size_t kMaxShown = 64;
@@ -242,10 +225,8 @@ std::optional<std::string> ObjectReader::enumValue(const json& value, const std:
   if (!convert(value, pathOf(key), out)) {
     return std::nullopt;
   }
-  for (const auto& a : allowed) {
-    if (a == out) {
-      return out;
-    }
+  if (listContains(allowed, out)) {
+    return out;
   }
   fail(key, "expected one of " + quoteList(allowed) + ", got " + describeJson(value));
   return std::nullopt;

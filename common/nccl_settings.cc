@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <iterator>
 #include <set>
 
 namespace kube_rdma {
@@ -145,13 +146,11 @@ bool matches(const NcclDeviceList& list, std::string_view name, int port) {
   if (list.ignored) {
     return true;
   }
-  bool matched = list.entries.empty();
-  for (const auto& e : list.entries) {
-    if (nameMatches(list, e, name) && (port == -1 || e.port == -1 || port == e.port)) {
-      matched = true;
-      break;
-    }
-  }
+  const bool matched =
+      list.entries.empty() ||
+      std::any_of(list.entries.begin(), list.entries.end(), [&](const NcclListEntry& e) {
+        return nameMatches(list, e, name) && (port == -1 || e.port == -1 || port == e.port);
+      });
   return matched != list.exclude;
 }
 
@@ -192,11 +191,8 @@ NcclHcaSelection selectHcaPorts(const NodeTopology& topology, const NcclDeviceLi
 std::vector<std::string> selectInterfaces(const NcclDeviceList& list,
                                           const std::vector<std::string>& candidates) {
   std::vector<std::string> out;
-  for (const auto& name : candidates) {
-    if (matches(list, name)) {
-      out.push_back(name);
-    }
-  }
+  std::copy_if(candidates.begin(), candidates.end(), std::back_inserter(out),
+               [&](const std::string& name) { return matches(list, name); });
   return out;
 }
 

@@ -146,14 +146,10 @@ Result<PhysState> parsePhysState(std::string_view text) {
 
 Result<LinkLayer> parseLinkLayer(std::string_view text) {
   text = stripNewline(text);
-  if (text == "InfiniBand") {
-    return LinkLayer::kInfiniBand;
-  }
-  if (text == "Ethernet") {
-    return LinkLayer::kEthernet;
-  }
-  if (text == "Unknown") {
-    return LinkLayer::kUnknown;
+  for (const auto layer : {LinkLayer::kInfiniBand, LinkLayer::kEthernet, LinkLayer::kUnknown}) {
+    if (text == toString(layer)) { // toString spells them as the kernel does
+      return layer;
+    }
   }
   return makeError("link layer " + quoted(text) + " is not InfiniBand, Ethernet or Unknown");
 }

@@ -240,14 +240,11 @@ Result<VerbsScan> LibibverbsSource::scan() {
 }
 
 Result<DiscoveryBackend> parseDiscoveryBackend(std::string_view text) {
-  if (text == "auto") {
-    return DiscoveryBackend::kAuto;
-  }
-  if (text == "sysfs") {
-    return DiscoveryBackend::kSysfs;
-  }
-  if (text == "verbs") {
-    return DiscoveryBackend::kVerbs;
+  for (const auto backend :
+       {DiscoveryBackend::kAuto, DiscoveryBackend::kSysfs, DiscoveryBackend::kVerbs}) {
+    if (text == toString(backend)) {
+      return backend;
+    }
   }
   return makeError("'" + std::string(text) + "' is not one of sysfs, verbs, auto");
 }
