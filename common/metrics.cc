@@ -62,6 +62,9 @@ void MetricsRegistry::clearGauge(const std::string& name) {
   }
 }
 
+namespace {
+
+// Escapes a label value per the exposition format (backslash, quote, newline).
 std::string escapeLabelValue(const std::string& value) {
   std::string out;
   for (char c : value) {
@@ -77,8 +80,6 @@ std::string escapeLabelValue(const std::string& value) {
   }
   return out;
 }
-
-namespace {
 
 std::string formatValue(double v) {
   if (std::isinf(v)) {

@@ -98,7 +98,4 @@ struct ScrapedFamily {
 // The exposition of `families`, in order, in the format MetricsRegistry::render() uses.
 std::string renderScraped(const std::vector<ScrapedFamily>& families);
 
-// Escapes a label value per the exposition format (backslash, quote, newline).
-std::string escapeLabelValue(const std::string& value);
-
 } // namespace kube_rdma

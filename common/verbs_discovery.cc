@@ -9,6 +9,7 @@
 #include <infiniband/verbs.h>
 #include <iterator>
 #include <map>
+#include <memory>
 #include <net/if.h>
 #include <unistd.h>
 

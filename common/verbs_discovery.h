@@ -1,7 +1,6 @@
 #pragma once
 
 #include <cstdint>
-#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -54,7 +53,6 @@ public:
   // The devices the library lists; an error says why it lists none.
   virtual Result<VerbsScan> scan() = 0;
 };
-using VerbsDeviceSourcePtr = std::unique_ptr<VerbsDeviceSource>;
 
 // libibverbs itself, reading sysfs at $SYSFS_PATH (default /sys). Lists only devices whose
 // /dev/infiniband/uverbsN exists (rdma-core drops the others, and that directory is compiled

@@ -59,7 +59,11 @@ TEST(ScrapedFamilies, RenderTypedWithTheirSamplesInOrder) {
 }
 
 TEST(MetricsRegistry, EscapesLabelValues) {
-  EXPECT_EQ(escapeLabelValue("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+  const std::vector<ScrapedFamily> families = {
+      {"x", "X.", MetricType::kGauge, {{{{"a", "a\"b\\c\nd"}}, 1}}}};
+  EXPECT_EQ(renderScraped(families), "# HELP x X.\n"
+                                     "# TYPE x gauge\n"
+                                     "x{a=\"a\\\"b\\\\c\\nd\"} 1\n");
 }
 
 } // namespace
