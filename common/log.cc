@@ -84,15 +84,11 @@ void Logger::log(LogLevel level, const std::string& msg, std::initializer_list<L
 }
 
 bool parseLogFormat(const std::string& text, LogFormat& out) {
-  if (text == "text") {
-    out = LogFormat::kText;
-    return true;
+  if (text != "text" && text != "json") {
+    return false;
   }
-  if (text == "json") {
-    out = LogFormat::kJson;
-    return true;
-  }
-  return false;
+  out = text == "json" ? LogFormat::kJson : LogFormat::kText;
+  return true;
 }
 
 } // namespace kube_rdma

@@ -1,6 +1,7 @@
 #include "common/nccl_settings.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <iterator>
 #include <set>
@@ -10,10 +11,6 @@ namespace {
 
 // NCCL copies each list entry's name into `char prefix[64]` without a bound check.
 constexpr size_t kNcclNameBuffer = 64;
-
-bool isSpace(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
-}
 
 std::string quoted(std::string_view s) {
   return "\"" + std::string(s) + "\"";
@@ -75,7 +72,7 @@ NcclDeviceList parseList(std::string_view value, size_t limit, bool ports_used) 
                             std::to_string(entry.port) + effect);
       }
     }
-    if (std::any_of(name.begin(), name.end(), isSpace)) {
+    if (std::any_of(name.begin(), name.end(), [](unsigned char c) { return std::isspace(c); })) {
       out.notes.push_back("entry " + quoted(name) + " contains whitespace, which NCCL keeps");
     }
     if (name.size() >= kNcclNameBuffer) {

@@ -150,14 +150,6 @@ void readEnv(ObjectReader& r, NcclPoolOptions& n) {
   }
 }
 
-NcclPoolOptions readNccl(ObjectReader& pool) {
-  NcclPoolOptions n;
-  ObjectReader r = pool.object("nccl");
-  readNcclOptions(r, n);
-  r.finish();
-  return n;
-}
-
 void readSharedCount(ObjectReader& r, PoolSpec& pool) {
   const nlohmann::json* count = r.raw("sharedCount");
   if (count == nullptr) {
@@ -189,7 +181,9 @@ PoolSpec readPool(ObjectReader& r) {
                   ? PoolMode::kExclusive
                   : PoolMode::kShared;
   readSharedCount(r, pool);
-  pool.nccl = readNccl(r);
+  ObjectReader nccl = r.object("nccl");
+  readNcclOptions(nccl, pool.nccl);
+  nccl.finish();
   r.finish();
   return pool;
 }
