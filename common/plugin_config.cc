@@ -18,10 +18,6 @@ constexpr std::array<std::string_view, 5> kReservedEnvNames = {
     "NCCL_IB_HCA", "NCCL_IB_DISABLE", "NCCL_IB_GID_INDEX", "KUBE_RDMA_DEVICES",
     "KUBE_RDMA_NETDEVS"};
 
-bool isHex(char c) {
-  return std::isxdigit(static_cast<unsigned char>(c)) != 0;
-}
-
 std::string lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
@@ -30,7 +26,8 @@ std::string lower(std::string s) {
 
 // "0x15b3": the form sysfs prints vendor and device files in.
 bool isPciId(std::string_view s) {
-  return s.size() == 6 && s[0] == '0' && s[1] == 'x' && std::all_of(s.begin() + 2, s.end(), isHex);
+  return s.size() == 6 && s.starts_with("0x") &&
+         std::all_of(s.begin() + 2, s.end(), [](unsigned char c) { return std::isxdigit(c); });
 }
 
 bool isQualifiedNamePart(std::string_view s) {

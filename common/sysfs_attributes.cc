@@ -53,9 +53,7 @@ Result<std::string> readFd(int fd, const std::string& what, size_t max_bytes, bo
       break;
     }
   }
-  if (!out.empty() && out.back() == '\n') {
-    out.pop_back();
-  }
+  out.resize(stripNewline(out).size());
   return out;
 }
 
