@@ -29,8 +29,22 @@ bool allZeroHex(std::string_view text) {
   return text.find_first_not_of('0') == std::string::npos;
 }
 
-// Calls on_line(number, fields) for each non-empty line from `first_line` on (1-based numbers).
-template <class F> Status forEachLine(std::string_view text, size_t first_line, F&& on_line) {
+struct Best {
+  std::string iface;
+  uint32_t metric = std::numeric_limits<uint32_t>::max();
+  void offer(std::string_view name, uint32_t m) {
+    if (iface.empty() || m < metric) {
+      iface = std::string(name);
+      metric = m;
+    }
+  }
+};
+
+// Calls on_line(number, fields, best) for each non-empty line from `first_line` on (1-based
+// numbers), which offers `best` the default routes; the interface of the best, "" for none.
+template <class F>
+Result<std::string> bestDefaultRoute(std::string_view text, size_t first_line, F&& on_line) {
+  Best best;
   size_t number = 0;
   while (!text.empty()) {
     const size_t nl = text.find('\n');
@@ -44,23 +58,12 @@ template <class F> Status forEachLine(std::string_view text, size_t first_line, 
     if (fields.empty()) {
       continue;
     }
-    if (auto st = on_line(number, fields); !st) {
-      return st;
+    if (auto st = on_line(number, fields, best); !st) {
+      return st.error();
     }
   }
-  return Ok{};
+  return best.iface;
 }
-
-struct Best {
-  std::string iface;
-  uint32_t metric = std::numeric_limits<uint32_t>::max();
-  void offer(std::string_view name, uint32_t m) {
-    if (iface.empty() || m < metric) {
-      iface = std::string(name);
-      metric = m;
-    }
-  }
-};
 
 // The default route's interface in the route file at `path`, as `parse` finds it.
 Result<std::string> readDefaultRoute(const std::string& path,
@@ -83,8 +86,7 @@ Error lineError(const char* file, size_t number, const std::string& what) {
 } // namespace
 
 Result<std::string> parseIpv4DefaultRoute(std::string_view text) {
-  Best best;
-  auto st = forEachLine(text, 2, [&](size_t number, const std::vector<std::string_view>& f) {
+  const auto on_line = [](size_t number, const std::vector<std::string_view>& f, Best& best) {
     if (f.size() < 8) {
       return Status(lineError("route", number,
                               "has " + std::to_string(f.size()) + " fields, expected at least 8"));
@@ -103,16 +105,12 @@ Result<std::string> parseIpv4DefaultRoute(std::string_view text) {
       best.offer(f[0], *metric);
     }
     return Status(Ok{});
-  });
-  if (!st) {
-    return st.error();
-  }
-  return best.iface;
+  };
+  return bestDefaultRoute(text, 2, on_line);
 }
 
 Result<std::string> parseIpv6DefaultRoute(std::string_view text) {
-  Best best;
-  auto st = forEachLine(text, 1, [&](size_t number, const std::vector<std::string_view>& f) {
+  const auto on_line = [](size_t number, const std::vector<std::string_view>& f, Best& best) {
     if (f.size() != 10) {
       return Status(lineError("ipv6_route", number,
                               "has " + std::to_string(f.size()) + " fields, expected 10"));
@@ -128,11 +126,8 @@ Result<std::string> parseIpv6DefaultRoute(std::string_view text) {
       best.offer(f[9], *metric);
     }
     return Status(Ok{});
-  });
-  if (!st) {
-    return st.error();
-  }
-  return best.iface;
+  };
+  return bestDefaultRoute(text, 1, on_line);
 }
 
 Result<std::string> findDefaultRouteNetdev(const std::string& proc_root) {

@@ -117,14 +117,13 @@ private:
 };
 
 template <class T> T ObjectReader::required(const std::string& key) {
-  T out{};
   if (const nlohmann::json* v = lookup(key, true)) {
     T converted{};
     if (convert(*v, pathOf(key), converted)) {
-      out = std::move(converted);
+      return converted;
     }
   }
-  return out;
+  return T{};
 }
 
 template <class T> T ObjectReader::optional(const std::string& key, T fallback) {
