@@ -26,7 +26,7 @@ bool inRange(const Gid& gid, const Cidr& cidr) {
 } // namespace
 
 Result<Cidr> parseCidr(std::string_view text) {
-  const std::string shown = "\"" + std::string(text) + "\"";
+  const std::string shown = quoted(text);
   if (text.find(',') != std::string_view::npos) {
     return makeError("address range " + shown + ": one CIDR only (NCCL reads only the first)");
   }

@@ -6,15 +6,13 @@
 #include <iterator>
 #include <set>
 
+#include "common/strings.h"
+
 namespace kube_rdma {
 namespace {
 
 // NCCL copies each list entry's name into `char prefix[64]` without a bound check.
 constexpr size_t kNcclNameBuffer = 64;
-
-std::string quoted(std::string_view s) {
-  return "\"" + std::string(s) + "\"";
-}
 
 // NCCL reads a port with atoi, which glibc implements as (int)strtol(s, NULL, 10): leading space,
 // a sign, digits saturated to long, then narrowed to int (LONG_MAX becomes -1); 0 when no digits.

@@ -20,6 +20,11 @@ template <class T> std::optional<T> parseWhole(std::string_view text, int base =
   return value;
 }
 
+// `text` in double quotes, for naming a value in a message.
+inline std::string quoted(std::string_view text) {
+  return "\"" + std::string(text) + "\"";
+}
+
 // "a,b,c" from {"a", "b", "c"} with separator ","; "" for no items. For lists in messages,
 // logs and environment values.
 std::string joinStrings(const std::vector<std::string>& items, std::string_view separator);

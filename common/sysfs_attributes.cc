@@ -21,10 +21,6 @@ std::string_view stripNewline(std::string_view text) {
   return text;
 }
 
-std::string quoted(std::string_view text) {
-  return "\"" + std::string(text) + "\"";
-}
-
 // Closes the descriptor on every path out of readFd.
 struct FdCloser {
   int fd;
