@@ -417,8 +417,7 @@ std::vector<GpuDevice> discoverGpus(const std::string& resolved_root, Warnings& 
     }
     gpus.push_back(std::move(gpu));
   }
-  std::sort(gpus.begin(), gpus.end(),
-            [](const GpuDevice& a, const GpuDevice& b) { return a.pci_address < b.pci_address; });
+  std::ranges::sort(gpus, {}, &GpuDevice::pci_address);
   return gpus;
 }
 

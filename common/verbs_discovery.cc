@@ -88,8 +88,7 @@ void queryGids(ibv_context* ctx, RdmaDevice& device, std::vector<DiscoveryWarnin
     device.ports[e.port_num - 1].gids.push_back(std::move(entry));
   }
   for (auto& p : device.ports) {
-    std::sort(p.gids.begin(), p.gids.end(),
-              [](const GidEntry& a, const GidEntry& b) { return a.index < b.index; });
+    std::ranges::sort(p.gids, {}, &GidEntry::index);
     const bool ib = p.link_layer == LinkLayer::kInfiniBand;
     if (!ib && !p.gids.empty() && p.gids.front().index == 0) {
       p.netdev = p.gids.front().netdev;
@@ -213,8 +212,7 @@ NodeTopology mergeSysfsFacts(VerbsScan verbs, NodeTopology sysfs) {
     topo.warnings.push_back({"class/infiniband/" + name,
                              "in sysfs but not listed by libibverbs (no uverbs device node?)"});
   }
-  std::sort(topo.devices.begin(), topo.devices.end(),
-            [](const RdmaDevice& a, const RdmaDevice& b) { return naturalLess(a.name, b.name); });
+  std::ranges::sort(topo.devices, naturalLess, &RdmaDevice::name);
   return topo;
 }
 
