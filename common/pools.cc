@@ -54,13 +54,10 @@ std::string managementDevice(const NodeTopology& topology) {
     return "";
   }
   for (const auto& device : topology.devices) {
-    if (listContains(device.netdevs, topology.management_netdev)) {
+    if (listContains(device.netdevs, topology.management_netdev) ||
+        std::any_of(device.ports.begin(), device.ports.end(),
+                    [&](const Port& port) { return port.netdev == topology.management_netdev; })) {
       return device.name;
-    }
-    for (const auto& port : device.ports) {
-      if (port.netdev == topology.management_netdev) {
-        return device.name;
-      }
     }
   }
   return "";

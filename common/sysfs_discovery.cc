@@ -284,7 +284,7 @@ void readPciFacts(int fn, const std::string& rel, const std::string& resolved_ro
     d.is_vf = true;
     d.pf_pci_address = *physfn;
   }
-  std::vector<std::pair<uint32_t, std::string>> vfs;
+  std::map<uint32_t, std::string> vfs; // by VF number, virtfn0 first
   for (const auto& entry : listDirectoryAt(fn, ".").value_or(std::vector<std::string>{})) {
     if (entry.rfind("virtfn", 0) != 0) {
       continue;
@@ -292,12 +292,11 @@ void readPciFacts(int fn, const std::string& rel, const std::string& resolved_ro
     const auto n = parseWhole<uint32_t>(entry.substr(6));
     const auto target = readLinkBase(fn, entry.c_str());
     if (n && target) {
-      vfs.emplace_back(*n, *target);
+      vfs.emplace(*n, *target);
     }
   }
-  std::sort(vfs.begin(), vfs.end());
-  for (auto& vf : vfs) {
-    d.vf_pci_addresses.push_back(std::move(vf.second));
+  for (auto& [number, address] : vfs) {
+    d.vf_pci_addresses.push_back(std::move(address));
   }
 }
 
