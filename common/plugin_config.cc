@@ -73,10 +73,8 @@ PoolSelector readSelector(ObjectReader& pool) {
   PoolSelector s;
   ObjectReader r = pool.object("selector");
   const std::string layer = r.optionalEnum("linkLayer", {"InfiniBand", "Ethernet"}, "");
-  if (layer == "InfiniBand") {
-    s.link_layer = LinkLayer::kInfiniBand;
-  } else if (layer == "Ethernet") {
-    s.link_layer = LinkLayer::kEthernet;
+  if (!layer.empty()) {
+    s.link_layer = *parseLinkLayer(layer); // optionalEnum let only the kernel's spellings through
   }
   readStringList(r, "deviceNames", s.device_names, nullptr, "a device-name glob", false);
   readStringList(r, "netdevNames", s.netdev_names, nullptr, "a netdev-name glob", false);
