@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
-#include <cstddef>
 #include <cstdlib>
 #include <set>
 #include <utility>
@@ -218,11 +217,8 @@ Result<double> parseQuantity(const std::string& text) {
   const auto bad = [&text] {
     return makeError("\"" + text + "\" is not a Kubernetes quantity (e.g. 64Gi, 500M)");
   };
-  size_t pos = 0;
-  if (pos < text.size() && text[pos] == '+') {
-    ++pos;
-  }
-  const size_t number_start = pos;
+  const size_t number_start = text.starts_with('+') ? 1 : 0;
+  size_t pos = number_start;
   bool digits = false;
   while (pos < text.size() && (std::isdigit(static_cast<unsigned char>(text[pos])) ||
                                (text[pos] == '.' && text.find('.', number_start) == pos))) {
@@ -247,11 +243,9 @@ Result<double> parseQuantity(const std::string& text) {
     if (suffix[exp_pos] == '-' || suffix[exp_pos] == '+') {
       ++exp_pos;
     }
-    const bool all_digits =
-        exp_pos < suffix.size() &&
-        std::all_of(suffix.begin() + static_cast<std::ptrdiff_t>(exp_pos), suffix.end(),
-                    [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
-    if (all_digits && suffix.size() - exp_pos <= 3) {
+    const size_t exp_digits = suffix.size() - exp_pos;
+    if (exp_digits > 0 && exp_digits <= 3 &&
+        suffix.find_first_not_of("0123456789", exp_pos) == std::string::npos) {
       return number * std::pow(10.0, std::atoi(suffix.c_str() + 1));
     }
   }
