@@ -35,12 +35,9 @@ bool asksFor(JsonElement container, const std::string& resource) {
 }
 
 const std::string* rdmaResourceOf(JsonElement container, const WebhookPolicy& policy) {
-  for (const std::string& resource : policy.resources) {
-    if (asksFor(container, resource)) {
-      return &resource;
-    }
-  }
-  return nullptr;
+  const auto it = std::find_if(policy.resources.begin(), policy.resources.end(),
+                               [container](const std::string& r) { return asksFor(container, r); });
+  return it == policy.resources.end() ? nullptr : &*it;
 }
 
 // The container the shorthand annotation adds its resource to, and what it adds.
