@@ -16,9 +16,7 @@ public:
   using RenderFn = std::function<std::string()>;
   using HealthFn = std::function<Result<std::string>()>; // Ok text, or why unhealthy
 
-  /**
-   * @param address "HOST:PORT" or ":PORT" (all addresses); port 0 picks a free one.
-   */
+  // `address`: "HOST:PORT" or ":PORT" (all addresses); port 0 picks a free one.
   static Result<std::unique_ptr<MetricsServer>> start(const std::string& address, RenderFn render,
                                                       HealthFn health, HealthFn ready = nullptr);
   // Stops listening and joins the server's threads.
