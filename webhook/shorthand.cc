@@ -12,6 +12,8 @@ namespace {
 constexpr std::string_view kFullWidthOpen = "\xEF\xBC\x88";  // U+FF08 （
 constexpr std::string_view kFullWidthClose = "\xEF\xBC\x89"; // U+FF09 ）
 constexpr std::string_view kForms = "expected N, N(ib) or N(roce)";
+constexpr std::string_view kTypeChars =
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-";
 
 // Consumes an opening or closing bracket, ASCII or full-width.
 bool consumeBracket(std::string_view& s, char ascii, std::string_view full_width) {
@@ -74,11 +76,7 @@ Result<Shorthand> parseShorthand(std::string_view text) {
     return invalid(text, "unexpected \"" + std::string(rest) + "\" after the count, " +
                              std::string(kForms));
   }
-  size_t type_len = 0;
-  while (type_len < rest.size() && (std::isalnum(static_cast<unsigned char>(rest[type_len])) ||
-                                    rest[type_len] == '_' || rest[type_len] == '-')) {
-    ++type_len;
-  }
+  const size_t type_len = std::min(rest.find_first_not_of(kTypeChars), rest.size());
   if (type_len == 0) {
     return invalid(text, "missing the type between the brackets, " + std::string(kForms));
   }
