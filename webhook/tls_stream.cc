@@ -71,10 +71,6 @@ TlsStream::Attempt TlsStream::attempt(Step step, void* data, size_t size) {
   }
 }
 
-bool TlsStream::pending() const {
-  return ssl_ && SSL_has_pending(ssl_.get()) == 1;
-}
-
 void TlsStream::wrote() {
   if (gathered_.capacity() > kKeptGatheredBytes) {
     std::string().swap(gathered_);

@@ -100,7 +100,7 @@ private:
   };
   Attempt attempt(Step step, void* data, size_t size);
   // Whether OpenSSL holds received bytes not yet returned by a read.
-  bool pending() const;
+  bool pending() const { return ssl_ && SSL_has_pending(ssl_.get()) == 1; }
   // After a write: a gathered answer's copy is not kept by an idle connection.
   void wrote();
 
