@@ -209,7 +209,7 @@ Result<WebhookPolicy> parseWebhookPolicy(const std::string& text) {
 
 Result<double> parseQuantity(const std::string& text) {
   // <number><suffix>: binary (Ki..Ei), decimal (n u m k M G T P E) or an exponent (e3, E-2).
-  static const std::vector<std::pair<std::string, double>> kSuffixes = {
+  static const std::map<std::string, double> kSuffixes = {
       {"Ki", 0x1p10}, {"Mi", 0x1p20}, {"Gi", 0x1p30}, {"Ti", 0x1p40}, {"Pi", 0x1p50},
       {"Ei", 0x1p60}, {"n", 1e-9},    {"u", 1e-6},    {"m", 1e-3},    {"k", 1e3},
       {"M", 1e6},     {"G", 1e9},     {"T", 1e12},    {"P", 1e15},    {"E", 1e18},
@@ -233,10 +233,8 @@ Result<double> parseQuantity(const std::string& text) {
   if (suffix.empty()) {
     return number;
   }
-  for (const auto& [name, factor] : kSuffixes) {
-    if (suffix == name) {
-      return number * factor;
-    }
+  if (const auto factor = kSuffixes.find(suffix); factor != kSuffixes.end()) {
+    return number * factor->second;
   }
   if (suffix.size() >= 2 && (suffix[0] == 'e' || suffix[0] == 'E')) {
     size_t exp_pos = 1;
