@@ -126,15 +126,13 @@ bool pinnedToLabel(JsonElement spec, const std::string& key, const std::string& 
 }
 
 const NodePoolProfile* pickProfile(JsonElement spec, const WebhookPolicy& policy) {
-  for (const NodePoolProfile& profile : policy.profiles) {
-    const bool match = std::all_of(
+  const auto matches = [spec](const NodePoolProfile& profile) {
+    return std::all_of(
         profile.node_selector.begin(), profile.node_selector.end(),
-        [&spec](const auto& label) { return pinnedToLabel(spec, label.first, label.second); });
-    if (match) {
-      return &profile;
-    }
-  }
-  return nullptr;
+        [spec](const auto& label) { return pinnedToLabel(spec, label.first, label.second); });
+  };
+  const auto it = std::find_if(policy.profiles.begin(), policy.profiles.end(), matches);
+  return it == policy.profiles.end() ? nullptr : &*it;
 }
 
 // Cluster env, then the profile's by name, then the pod-network interface.
