@@ -13,7 +13,7 @@ constexpr size_t kQuotedBodyBytes = 200;
 // Kubernetes objects nest a few dozen levels at most.
 constexpr int kMaxJsonDepth = 100;
 
-std::string quoted(std::string_view text) {
+std::string quotedExcerpt(std::string_view text) {
   std::string out = "'" + std::string(text.substr(0, kQuotedBodyBytes));
   return out + (text.size() > kQuotedBodyBytes ? "...'" : "'");
 }
@@ -45,7 +45,7 @@ ApiResult<nlohmann::json> parseApiJson(std::string_view text, int code, std::str
   }
   nlohmann::json parsed = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (parsed.is_discarded()) {
-    return ApiError{code, "", std::string(what) + " is not JSON: " + quoted(text)};
+    return ApiError{code, "", std::string(what) + " is not JSON: " + quotedExcerpt(text)};
   }
   return parsed;
 }
@@ -59,7 +59,7 @@ ApiError errorFromAnswer(int http_status, std::string_view body) {
   }
   return ApiError{http_status, "",
                   body.empty() ? "empty answer, not a Status"
-                               : "answer is not a Status: " + quoted(body)};
+                               : "answer is not a Status: " + quotedExcerpt(body)};
 }
 
 std::string describe(const ApiError& error) {
