@@ -69,11 +69,11 @@ Result<ApiClientPtr> connectApi(const WebhookFlags& flags, const ClockPtr& clock
   logger.info("reading resource claims",
               {{"server", config->server},
                {"from", from_file ? flags.kubeconfig : std::string("service account")}});
-  return ApiClient::fromConfig(*config,
-                               {.connect_timeout = kClaimReadTimeout,
-                                .request_timeout = kClaimReadTimeout,
-                                .user_agent = "rdma-webhook"},
-                               clock);
+  ClientOptions options;
+  options.connect_timeout = kClaimReadTimeout;
+  options.request_timeout = kClaimReadTimeout;
+  options.user_agent = "rdma-webhook";
+  return ApiClient::fromConfig(*config, options, clock);
 }
 
 int run(const WebhookFlags& flags) {
@@ -147,11 +147,12 @@ int run(const WebhookFlags& flags) {
   if (*api != nullptr) {
     read_claim = claims.emplace(**api, clock, kClaimCacheTtl).lookup();
   }
-  AdmissionServer server({.host = flags.listen.host,
-                          .port = flags.listen.port,
-                          .max_connections = flags.max_connections,
-                          .request_timeout = flags.request_timeout},
-                         certificates, policies, registry, metrics, clock, logger,
+  ServerOptions options;
+  options.host = flags.listen.host;
+  options.port = flags.listen.port;
+  options.max_connections = flags.max_connections;
+  options.request_timeout = flags.request_timeout;
+  AdmissionServer server(options, certificates, policies, registry, metrics, clock, logger,
                          [&read_claim](std::string_view body, const WebhookPolicy& policy) {
                            return reviewAdmission(body, policy, read_claim);
                          });
