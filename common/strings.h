@@ -29,13 +29,17 @@ inline std::string quoted(std::string_view text) {
 // logs and environment values.
 std::string joinStrings(const std::vector<std::string>& items, std::string_view separator);
 
-// `text` without leading and trailing spaces, tabs, newlines and carriage returns.
-inline std::string trimmed(std::string_view text) {
+// `text` without leading and trailing spaces, tabs, newlines and carriage returns: a view into
+// `text` (no copy, for the admission path), or a string of its own.
+inline std::string_view trimmedView(std::string_view text) {
   constexpr std::string_view kSpace = " \t\n\r";
   const size_t begin = text.find_first_not_of(kSpace);
   return begin == std::string_view::npos
-             ? ""
-             : std::string(text.substr(begin, text.find_last_not_of(kSpace) - begin + 1));
+             ? std::string_view()
+             : text.substr(begin, text.find_last_not_of(kSpace) - begin + 1);
+}
+inline std::string trimmed(std::string_view text) {
+  return std::string(trimmedView(text));
 }
 
 // Whether `value` is one of `list`: the short lists of config keys, policy keys and netdevs.

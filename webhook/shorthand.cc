@@ -39,8 +39,7 @@ ShorthandMap defaultShorthandMap() {
 }
 
 Result<Shorthand> parseShorthand(std::string_view text) {
-  const std::string trimmed_text = trimmed(text);
-  std::string_view rest = trimmed_text;
+  std::string_view rest = trimmedView(text);
   if (rest.empty()) {
     return invalid(text, "empty value, " + std::string(kForms));
   }
