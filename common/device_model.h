@@ -1,5 +1,6 @@
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -10,6 +11,16 @@
 namespace kube_rdma {
 
 enum class GidType { kUnknown, kRoceV1, kRoceV2 }; // kRoceV1 is the kernel's "IB/RoCE v1"
+
+// A 128-bit GID, or an IP address in GID form (IPv4 mapped into ::ffff:0:0/96).
+struct Gid {
+  std::array<uint8_t, 16> bytes{};
+  bool operator==(const Gid&) const = default;
+};
+
+// The IP addresses assigned in one network namespace, in GID form, sorted by bytes, no duplicates
+// (common/namespace_addresses.h reads them).
+using NamespaceAddresses = std::vector<Gid>;
 
 struct GidEntry {
   uint32_t index = 0;
@@ -94,7 +105,10 @@ struct NodeTopology {
   std::vector<RdmaDevice> devices; // sorted by name
   std::vector<GpuDevice> gpus;     // sorted by PCI address
   std::string management_netdev;   // carries the default route; empty when none
-  std::string source;              // "sysfs" or "libibverbs"
+  // The addresses of the network namespace discovery ran in (the host's, for the node daemons):
+  // only GIDs holding one of them are this namespace's own (docs/pod-networks.md).
+  NamespaceAddresses addresses;
+  std::string source; // "sysfs" or "libibverbs"
   std::vector<DiscoveryWarning> warnings;
 
   bool operator==(const NodeTopology&) const = default;

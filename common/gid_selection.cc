@@ -2,6 +2,8 @@
 
 #include <arpa/inet.h>
 
+#include <algorithm>
+
 #include "common/strings.h"
 #include "common/sysfs_attributes.h"
 
@@ -52,6 +54,13 @@ Result<Cidr> parseCidr(std::string_view text) {
   return out;
 }
 
+std::string cidrText(const Cidr& cidr) {
+  char text[INET6_ADDRSTRLEN] = {};
+  inet_ntop(cidr.family == GidFamily::kIPv6 ? AF_INET6 : AF_INET, cidr.address.data(), text,
+            sizeof text);
+  return std::string(text) + "/" + std::to_string(cidr.prefix_length);
+}
+
 bool gidQualifies(const GidEntry& entry, const GidSelectionPolicy& policy) {
   if (entry.type != policy.roce_version) {
     return false;
@@ -80,20 +89,74 @@ std::optional<uint32_t> selectGidIndex(const Port& port, const GidSelectionPolic
   return best;
 }
 
-std::optional<uint32_t> agreedGidIndex(const std::vector<const Port*>& ports,
-                                       const GidSelectionPolicy& policy) {
-  std::optional<uint32_t> agreed;
+bool gidInNamespace(const GidEntry& entry, const NamespaceAddresses& addresses) {
+  auto gid = parseGid(entry.gid);
+  return gid.ok() &&
+         std::binary_search(addresses.begin(), addresses.end(), *gid,
+                            [](const Gid& a, const Gid& b) { return a.bytes < b.bytes; });
+}
+
+std::optional<uint32_t> selectOwnGidIndex(const Port& port, const GidSelectionPolicy& policy,
+                                          const NamespaceAddresses& addresses) {
+  if (port.link_layer != LinkLayer::kEthernet) {
+    return std::nullopt;
+  }
+  std::optional<uint32_t> best;
+  for (const auto& entry : port.gids) {
+    if ((!best || entry.index < *best) && gidQualifies(entry, policy) &&
+        gidInNamespace(entry, addresses)) {
+      best = entry.index;
+    }
+  }
+  return best;
+}
+
+GidChoice chooseGidIndex(const std::vector<const Port*>& ports, const GidSelectionPolicy& policy,
+                         const NamespaceAddresses& addresses) {
+  GidChoice choice;
+  std::optional<uint32_t> first;
+  bool disagree = false;
+  bool missing = false;
   for (const Port* port : ports) {
+    const auto index = selectOwnGidIndex(*port, policy, addresses);
+    choice.port_indexes.push_back(index);
     if (port->link_layer != LinkLayer::kEthernet) {
       continue;
     }
-    const auto index = selectGidIndex(*port, policy);
-    if (!index || (agreed && *agreed != *index)) {
-      return std::nullopt;
+    missing = missing || !index;
+    if (index && first && *first != *index) {
+      disagree = true;
     }
-    agreed = index;
+    first = first ? first : index;
+    if (choice.outcome == GidChoice::Outcome::kNoRocePort) {
+      choice.outcome = GidChoice::Outcome::kAgreed;
+    }
   }
-  return agreed;
+  if (choice.outcome == GidChoice::Outcome::kNoRocePort) {
+    return choice;
+  }
+  if (missing) {
+    choice.outcome = GidChoice::Outcome::kNoOwnGid;
+  } else if (disagree) {
+    choice.outcome = GidChoice::Outcome::kPortsDisagree;
+  } else {
+    choice.index = first;
+  }
+  return choice;
+}
+
+std::string toString(GidChoice::Outcome outcome) {
+  switch (outcome) {
+  case GidChoice::Outcome::kAgreed:
+    return "agreed";
+  case GidChoice::Outcome::kPortsDisagree:
+    return "ports-disagree";
+  case GidChoice::Outcome::kNoOwnGid:
+    return "no-own-gid";
+  case GidChoice::Outcome::kNoRocePort:
+    break;
+  }
+  return "no-roce-port";
 }
 
 } // namespace kube_rdma

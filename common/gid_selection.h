@@ -30,6 +30,8 @@ struct Cidr {
 // Errors name the problem: no "/", a bad address, a prefix length out of range, a list (NCCL reads
 // only the first CIDR of "a/16,b/16").
 Result<Cidr> parseCidr(std::string_view text);
+// The inverse: "10.1.0.0/16", "fd00::/8".
+std::string cidrText(const Cidr& cidr);
 
 struct GidSelectionPolicy {
   GidFamily family = GidFamily::kIPv4;
@@ -42,14 +44,38 @@ struct GidSelectionPolicy {
 // qualifies is the one it picks).
 bool gidQualifies(const GidEntry& entry, const GidSelectionPolicy& policy);
 
-// The GID index NCCL picks on this port, or nullopt when nothing qualifies (NCCL then falls back to
-// index 0, the link-local RoCE v1 GID) or the port is not a RoCE (Ethernet) port.
+// The GID index NCCL picks on this port by itself, or nullopt when nothing qualifies (NCCL then
+// falls back to index 0, the link-local RoCE v1 GID) or the port is not a RoCE (Ethernet) port.
+// NCCL looks at no namespace: on a port shared with pods this can be another pod's GID.
 std::optional<uint32_t> selectGidIndex(const Port& port, const GidSelectionPolicy& policy);
 
-// The index every given RoCE port picks, when they all pick the same one; nullopt when any RoCE
-// port picks none, they disagree, or no RoCE port is given. InfiniBand ports are not considered
-// (NCCL addresses them by LID).
-std::optional<uint32_t> agreedGidIndex(const std::vector<const Port*>& ports,
-                                       const GidSelectionPolicy& policy);
+// Whether the entry's GID is an address of the namespace whose `addresses` are given.
+bool gidInNamespace(const GidEntry& entry, const NamespaceAddresses& addresses);
+
+// NCCL's rule restricted to one network namespace: the lowest-index entry that qualifies and whose
+// address is assigned in that namespace. The kernel puts the addresses of every namespace's
+// macvlan, ipvlan and VLAN uppers of the port's netdev into one table, so the entry NCCL would
+// pick by itself can belong to another pod (docs/pod-networks.md).
+std::optional<uint32_t> selectOwnGidIndex(const Port& port, const GidSelectionPolicy& policy,
+                                          const NamespaceAddresses& addresses);
+
+// The one NCCL_IB_GID_INDEX for a set of ports (NCCL takes one value for all of them).
+struct GidChoice {
+  enum class Outcome {
+    kNoRocePort,    // only InfiniBand ports (NCCL addresses them by LID), or none
+    kAgreed,        // every RoCE port's own GID has the same index
+    kPortsDisagree, // every RoCE port has an own GID, at different indexes: no one value fits
+    kNoOwnGid,      // a RoCE port has no GID of this namespace (a veth-only pod, or no address)
+  };
+  Outcome outcome = Outcome::kNoRocePort;
+  std::optional<uint32_t> index;                     // kAgreed only
+  std::vector<std::optional<uint32_t>> port_indexes; // each given port's own index, in order
+  bool operator==(const GidChoice&) const = default;
+};
+GidChoice chooseGidIndex(const std::vector<const Port*>& ports, const GidSelectionPolicy& policy,
+                         const NamespaceAddresses& addresses);
+
+// "agreed", "ports-disagree", "no-own-gid", "no-roce-port": for logs and metrics.
+std::string toString(GidChoice::Outcome outcome);
 
 } // namespace kube_rdma

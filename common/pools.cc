@@ -211,8 +211,9 @@ Result<NcclEnv> computeNcclSettings(const NodeTopology& topology, const NodePool
   if (nccl.gid_index_mode == GidIndexMode::kFixed) {
     env.emplace_back("NCCL_IB_GID_INDEX", std::to_string(nccl.gid_index));
   } else if (nccl.gid_index_mode == GidIndexMode::kAgreed) {
-    if (auto agreed = agreedGidIndex(active_ports, nccl.gid_policy)) {
-      env.emplace_back("NCCL_IB_GID_INDEX", std::to_string(*agreed));
+    const GidChoice choice = chooseGidIndex(active_ports, nccl.gid_policy, topology.addresses);
+    if (choice.index) {
+      env.emplace_back("NCCL_IB_GID_INDEX", std::to_string(*choice.index));
     }
   }
   const bool operator_ifname =

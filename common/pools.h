@@ -83,10 +83,10 @@ std::vector<PoolExplanation> explainPools(const NodeTopology& topology, const Pl
 
 // The environment for a container granted `granted_devices` of `pool`, in this order:
 // NCCL_IB_HCA (=dev:port of the pool's ACTIVE ports on the granted HCAs), NCCL_IB_DISABLE=0,
-// NCCL_IB_GID_INDEX (fixed; or "agreed" when every selected RoCE port picks the same GID; else
-// left out), NCCL_SOCKET_IFNAME (the management netdev and eth0; left out when the node has no
-// default route), KUBE_RDMA_DEVICES, KUBE_RDMA_NETDEVS (comma lists), then the pool's extra env,
-// which may replace NCCL_SOCKET_IFNAME.
+// NCCL_IB_GID_INDEX (fixed; or "agreed" when every selected RoCE port's own GID, one holding an
+// address of topology.addresses' namespace, has the same index; else left out), NCCL_SOCKET_IFNAME
+// (the management netdev and eth0; left out when the node has no default route), KUBE_RDMA_DEVICES,
+// KUBE_RDMA_NETDEVS (comma lists), then the pool's extra env, which may replace NCCL_SOCKET_IFNAME.
 // `topology` gives the current port states and GID tables. Errors: a granted device that is not
 // in the pool, or no ACTIVE pool port on the granted devices (an NCCL_IB_HCA that selects
 // nothing would let NCCL fall back to sockets silently).

@@ -62,12 +62,6 @@ Result<std::optional<int>> parseNumaNode(std::string_view text);
 // "IB/RoCE v1" or "RoCE v1" -> kRoceV1, "RoCE v2" -> kRoceV2 (rdma-core reads them the same way).
 Result<GidType> parseGidType(std::string_view text);
 
-// A 128-bit GID.
-struct Gid {
-  std::array<uint8_t, 16> bytes{};
-  bool operator==(const Gid&) const = default;
-};
-
 // Any IPv6 text form (the kernel's full "fe80:0000:...", compressed "fe80::1", "::ffff:1.2.3.4").
 Result<Gid> parseGid(std::string_view text);
 

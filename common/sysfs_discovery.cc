@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "common/default_route.h"
+#include "common/namespace_addresses.h"
 #include "common/strings.h"
 #include "common/sysfs_attributes.h"
 #include "common/topology.h"
@@ -168,17 +169,19 @@ std::string portNetdev(const Port& port, const std::vector<NetdevInfo>& netdevs)
 
 // True once every policy of a kUntilSelected scan has met an entry it would pick: a later index
 // can no longer change any choice, since NCCL's rule takes the lowest.
-bool everyChoiceFound(const GidScan& scan, std::vector<bool>& found, const GidEntry& entry) {
+bool everyChoiceFound(const GidScan& scan, const NamespaceAddresses& addresses,
+                      std::vector<bool>& found, const GidEntry& entry) {
   bool all = true;
   for (size_t i = 0; i < scan.selecting.size(); ++i) {
-    found[i] = found[i] || gidQualifies(entry, scan.selecting[i]);
+    found[i] =
+        found[i] || (gidQualifies(entry, scan.selecting[i]) && gidInNamespace(entry, addresses));
     all = all && found[i];
   }
   return all;
 }
 
-void readGids(int port_fd, const std::string& rel, const GidScan& scan, Port& port,
-              Warnings& warnings) {
+void readGids(int port_fd, const std::string& rel, const GidScan& scan,
+              const NamespaceAddresses& addresses, Port& port, Warnings& warnings) {
   DirFd gids(port_fd, "gids");
   const auto names = gids.ok() ? listDirectoryAt(gids.get(), ".") : std::nullopt;
   if (!names) {
@@ -230,14 +233,14 @@ void readGids(int port_fd, const std::string& rel, const GidScan& scan, Port& po
     }
     port.gids.push_back(std::move(entry));
     if (scan.tables == GidTables::kUntilSelected &&
-        everyChoiceFound(scan, found, port.gids.back())) {
+        everyChoiceFound(scan, addresses, found, port.gids.back())) {
       break;
     }
   }
 }
 
 Port readPort(int ports_fd, const std::string& rel, uint32_t number, const GidScan& scan,
-              Warnings& warnings) {
+              const NamespaceAddresses& addresses, Warnings& warnings) {
   Port port;
   port.number = number;
   DirFd fd(ports_fd, std::to_string(number));
@@ -257,7 +260,7 @@ Port readPort(int ports_fd, const std::string& rel, uint32_t number, const GidSc
     }
   }
   readParsed(fd.get(), rel, "lid", warnings, parseLid, port.lid);
-  readGids(fd.get(), rel, scan, port, warnings);
+  readGids(fd.get(), rel, scan, addresses, port, warnings);
   return port;
 }
 
@@ -326,6 +329,7 @@ std::map<std::string, std::string> readUverbsDevices(int root_fd, Warnings& warn
 
 std::optional<RdmaDevice> readDevice(int class_fd, const std::string& resolved_root,
                                      const std::string& name, const GidScan& scan,
+                                     const NamespaceAddresses& addresses,
                                      const std::map<std::string, std::string>& uverbs_by_device,
                                      Warnings& warnings) {
   const std::string rel = "class/infiniband/" + name;
@@ -371,7 +375,8 @@ std::optional<RdmaDevice> readDevice(int class_fd, const std::string& resolved_r
   std::sort(numbers.begin(), numbers.end());
   std::vector<NetdevInfo> netdevs;
   for (uint32_t n : numbers) {
-    Port port = readPort(ports.get(), rel + "/ports/" + std::to_string(n), n, scan, warnings);
+    Port port =
+        readPort(ports.get(), rel + "/ports/" + std::to_string(n), n, scan, addresses, warnings);
     if (netdevs.empty() && !netdev_names.empty()) {
       netdevs = readNetdevs(fn.get(), netdev_names);
     }
@@ -464,6 +469,11 @@ NodeTopology discoverFromSysfs(const DiscoveryRoots& roots, const GidScan& scan)
   NodeTopology topo;
   topo.source = "sysfs";
   Warnings& warnings = topo.warnings;
+  // Before the GID tables: a kUntilSelected scan stops at the namespace's own entry.
+  auto addresses = readNamespaceAddresses(roots.proc_root);
+  if (addresses) {
+    topo.addresses = std::move(*addresses);
+  }
   char buf[PATH_MAX];
   const std::string resolved_root =
       ::realpath(roots.sysfs_root.c_str(), buf) != nullptr ? std::string(buf) : roots.sysfs_root;
@@ -482,11 +492,14 @@ NodeTopology discoverFromSysfs(const DiscoveryRoots& roots, const GidScan& scan)
     auto names = listDirectoryAt(klass.get(), ".").value_or(std::vector<std::string>{});
     std::sort(names.begin(), names.end(), naturalLess);
     for (const auto& name : names) {
-      if (auto device =
-              readDevice(klass.get(), resolved_root, name, scan, uverbs_by_device, warnings)) {
+      if (auto device = readDevice(klass.get(), resolved_root, name, scan, topo.addresses,
+                                   uverbs_by_device, warnings)) {
         topo.devices.push_back(std::move(*device));
       }
     }
+  }
+  if (!addresses) {
+    warnings.push_back({roots.proc_root + "/net/fib_trie", addresses.error().message});
   }
   topo.gpus = discoverGpus(resolved_root, warnings);
   if (auto netdev = findDefaultRouteNetdev(roots.proc_root)) {

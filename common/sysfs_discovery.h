@@ -32,8 +32,9 @@ struct DiscoveryRoots {
 enum class GidTables {
   kRead,          // every entry
   kUntilSelected, // a RoCE port's entries in index order until every policy in GidScan::selecting
-                  // has met the entry NCCL's rule picks (gidQualifies), or the end of the table;
-                  // GID 0 only of an InfiniBand port. selectGidIndex answers as with kRead.
+                  // has met the entry NCCL's rule picks among the namespace's own GIDs, or the
+                  // end of the table; GID 0 only of an InfiniBand port. selectOwnGidIndex and
+                  // chooseGidIndex answer as with kRead.
   kFirstOnly,     // GID 0 alone (it still names the port's netdev), for callers that take the
                   // tables from libibverbs
 };

@@ -178,6 +178,7 @@ NodeTopology mergeSysfsFacts(VerbsScan verbs, NodeTopology sysfs) {
   topo.source = "libibverbs";
   topo.gpus = std::move(sysfs.gpus);
   topo.management_netdev = std::move(sysfs.management_netdev);
+  topo.addresses = std::move(sysfs.addresses);
   topo.warnings = std::move(sysfs.warnings);
   topo.warnings.insert(topo.warnings.end(), verbs.warnings.begin(), verbs.warnings.end());
   std::map<std::string, RdmaDevice*> by_name;

@@ -55,15 +55,16 @@ private:
   Json attributes_ = Json::object();
 };
 
-// The IPv4 address of the GID NCCL's rule picks, else of the first IPv4 GID.
-std::string portIpv4(const Port& port, std::optional<uint32_t> gid_index) {
+// The IPv4 address of the GID NCCL's rule picks, else of the first IPv4 GID of the host's.
+std::string portIpv4(const Port& port, std::optional<uint32_t> gid_index,
+                     const NamespaceAddresses& host_addresses) {
   for (const auto& gid : port.gids) {
     if (gid_index && gid.index == *gid_index && !gid.ipv4.empty()) {
       return gid.ipv4;
     }
   }
   for (const auto& gid : port.gids) {
-    if (!gid.ipv4.empty()) {
+    if (!gid.ipv4.empty() && gidInNamespace(gid, host_addresses)) {
       return gid.ipv4;
     }
   }
@@ -79,7 +80,8 @@ Json tenantsCapacity(const NodePool& pool) {
             {"requestPolicy", {{"default", "1"}, {"validRange", {{"min", "1"}}}}}}}};
 }
 
-Json deviceJson(const DraPort& p, const SliceOptions& options, std::vector<std::string>& warnings) {
+Json deviceJson(const DraPort& p, const NamespaceAddresses& host_addresses,
+                const SliceOptions& options, std::vector<std::string>& warnings) {
   const RdmaDevice& d = *p.device;
   const Port& port = *p.port;
   AttributeSet a(p.name, warnings);
@@ -89,8 +91,10 @@ Json deviceJson(const DraPort& p, const SliceOptions& options, std::vector<std::
   a.addString("linkLayer", toString(port.link_layer));
   a.addString("state", toString(port.state));
   a.addInt("rateGbps", port.rate_gbps);
-  const std::optional<uint32_t> gid_index = selectGidIndex(port, p.pool->spec.nccl.gid_policy);
-  a.addString("ipv4", portIpv4(port, gid_index));
+  // The host's own GID: a pod's macvlan address on this port is not the port's.
+  const std::optional<uint32_t> gid_index =
+      selectOwnGidIndex(port, p.pool->spec.nccl.gid_policy, host_addresses);
+  a.addString("ipv4", portIpv4(port, gid_index, host_addresses));
   if (gid_index) {
     a.addInt("gidIndex", *gid_index);
   }
@@ -167,7 +171,7 @@ SliceSet resourceSlicesFor(const NodeTopology& topology, const PluginConfig& con
     Json devices = Json::array();
     for (size_t i = s * kMaxDevicesPerSlice;
          i < std::min(ports.size(), (s + 1) * kMaxDevicesPerSlice); ++i) {
-      devices.push_back(deviceJson(ports[i], options, set.warnings));
+      devices.push_back(deviceJson(ports[i], topology.addresses, options, set.warnings));
     }
     Json slice = {{"apiVersion", "resource.k8s.io/v1"},
                   {"kind", "ResourceSlice"},

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "common/gid_selection.h"
 #include "common/pools.h"
 #include "common/strings.h"
 #include "common/topology.h"
@@ -143,7 +144,8 @@ Result<std::vector<GidRow>> gidRows(const NodeTopology& topology, const std::str
         if (g.gid == kBareLinkLocal) {
           continue;
         }
-        rows.push_back({d.name, p.number, g.index, g.gid, g.ipv4, toString(g.type), g.netdev});
+        rows.push_back({d.name, p.number, g.index, g.gid, g.ipv4, toString(g.type), g.netdev,
+                        gidInNamespace(g, topology.addresses) ? "this" : "other"});
       }
     }
   }
@@ -152,11 +154,11 @@ Result<std::vector<GidRow>> gidRows(const NodeTopology& topology, const std::str
 
 std::string renderGidsText(const std::vector<GidRow>& rows) {
   std::ostringstream out;
-  out << "DEV\tPORT\tINDEX\tGID\tIPv4\tVER\tDEV\n";
-  out << "---\t----\t-----\t---\t----\t---\t---\n";
+  out << "DEV\tPORT\tINDEX\tGID\tIPv4\tVER\tDEV\tNETNS\n";
+  out << "---\t----\t-----\t---\t----\t---\t---\t-----\n";
   for (const auto& r : rows) {
     out << r.device << "\t" << r.port << "\t" << r.index << "\t" << r.gid << "\t" << r.ipv4 << "\t"
-        << r.version << "\t" << r.netdev << "\n";
+        << r.version << "\t" << r.netdev << "\t" << r.netns << "\n";
   }
   out << "n_gids_found=" << rows.size() << "\n";
   return out.str();
@@ -171,7 +173,8 @@ std::string renderGidsJson(const std::vector<GidRow>& rows) {
                    {"gid", r.gid},
                    {"ipv4", r.ipv4},
                    {"version", r.version},
-                   {"netdev", r.netdev}});
+                   {"netdev", r.netdev},
+                   {"netns", r.netns}});
   }
   return out.dump(2) + "\n";
 }

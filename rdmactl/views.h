@@ -32,15 +32,20 @@ struct GidRow {
   std::string ipv4;
   std::string version; // "v1", "v2" or "" when the type could not be read
   std::string netdev;
+  // "this" when the GID's address is assigned in the namespace rdmactl runs in (the host's, or a
+  // pod's under `kubectl exec` or `ip netns exec`), else "other": the kernel lists every
+  // namespace's macvlan and ipvlan addresses on the parent's port (docs/pod-networks.md).
+  std::string netns;
 };
 
 // Every used GID (show_gids skips the all-zero and the bare fe80:: entries), of one device when
 // `device` is not empty. An unknown device is an error naming the known ones.
 Result<std::vector<GidRow>> gidRows(const NodeTopology& topology, const std::string& device);
 
-// show_gids' tab-separated columns DEV PORT INDEX GID IPv4 VER DEV, ending "n_gids_found=N".
+// show_gids' tab-separated columns DEV PORT INDEX GID IPv4 VER DEV, then NETNS, ending
+// "n_gids_found=N".
 std::string renderGidsText(const std::vector<GidRow>& rows);
-// A JSON array of {device, port, index, gid, ipv4, version, netdev}.
+// A JSON array of {device, port, index, gid, ipv4, version, netdev, netns}.
 std::string renderGidsJson(const std::vector<GidRow>& rows);
 
 // The NCCL settings the device plugin would hand a container granted every HCA of a pool.

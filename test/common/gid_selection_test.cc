@@ -2,6 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
+
+#include "common/sysfs_attributes.h"
+
 namespace kube_rdma {
 namespace {
 
@@ -95,24 +100,113 @@ TEST(SelectGidIndex, NothingQualifiesOnLinkLocalOnlyOrInfiniBandPorts) {
   EXPECT_EQ(selectGidIndex(zero, {}), std::nullopt);
 }
 
-TEST(AgreedGidIndex, IsTheCommonIndexOrNothing) {
-  const Port a = rocePort(2), b = rocePort(34);
-  EXPECT_EQ(agreedGidIndex({&a, &b}, {}), 3u);
+// The namespace addresses of `ips` (dotted quads), as GIDs.
+NamespaceAddresses addressesOf(const std::vector<std::array<int, 4>>& ips) {
+  NamespaceAddresses out;
+  for (const auto& ip : ips) {
+    out.push_back(*parseGid(mapped(ip[0], ip[1], ip[2], ip[3])));
+  }
+  std::sort(out.begin(), out.end(), [](const Gid& a, const Gid& b) { return a.bytes < b.bytes; });
+  return out;
+}
 
-  Port sparse = rocePort(66);
+GidChoice::Outcome outcome(const GidChoice& choice) {
+  return choice.outcome;
+}
+
+TEST(ChooseGidIndex, IsTheCommonIndexOfTheNamespacesOwnGidsOrSaysWhyNot) {
+  const Port a = rocePort(2), b = rocePort(34);
+  const NamespaceAddresses host = addressesOf({{25, 11, 128, 2}, {25, 11, 128, 34}});
+  EXPECT_EQ(chooseGidIndex({&a, &b}, {}, host).index, 3u);
+  EXPECT_EQ(chooseGidIndex({&a, &b}, {}, host).port_indexes,
+            (std::vector<std::optional<uint32_t>>{3u, 3u}));
+
+  Port sparse = rocePort(34);
   sparse.gids[2].index = 4;
   sparse.gids[3].index = 5;
-  EXPECT_EQ(agreedGidIndex({&a, &sparse}, {}), std::nullopt);
+  const GidChoice disagree = chooseGidIndex({&a, &sparse}, {}, host);
+  EXPECT_EQ(outcome(disagree), GidChoice::Outcome::kPortsDisagree);
+  EXPECT_EQ(disagree.index, std::nullopt);
+  EXPECT_EQ(disagree.port_indexes, (std::vector<std::optional<uint32_t>>{3u, 5u}));
 
-  Port none = rocePort(98);
-  none.gids.resize(2);
-  EXPECT_EQ(agreedGidIndex({&a, &none}, {}), std::nullopt);
+  // b's address is not this namespace's: no index, and no guess.
+  const GidChoice missing = chooseGidIndex({&a, &b}, {}, addressesOf({{25, 11, 128, 2}}));
+  EXPECT_EQ(outcome(missing), GidChoice::Outcome::kNoOwnGid);
+  EXPECT_EQ(missing.index, std::nullopt);
 
   Port ib = rocePort(2);
   ib.link_layer = LinkLayer::kInfiniBand;
-  EXPECT_EQ(agreedGidIndex({&a, &ib}, {}), 3u);
-  EXPECT_EQ(agreedGidIndex({&ib}, {}), std::nullopt);
-  EXPECT_EQ(agreedGidIndex({}, {}), std::nullopt);
+  EXPECT_EQ(chooseGidIndex({&a, &ib}, {}, host).index, 3u);
+  EXPECT_EQ(outcome(chooseGidIndex({&ib}, {}, host)), GidChoice::Outcome::kNoRocePort);
+  EXPECT_EQ(outcome(chooseGidIndex({}, {}, host)), GidChoice::Outcome::kNoRocePort);
+}
+
+// A PF shared with pods through macvlan, as Linux 6.1 fills its table (docs/pod-networks.md): the
+// host's address at 2/3 (when it has one), then each pod's link-local and IPv4 address, every pod
+// entry's ndev named "net1".
+Port sharedPort(bool host_address) {
+  Port p = rocePort(20);
+  p.gids.resize(host_address ? 4 : 2);
+  uint32_t next = 4;
+  for (const int pod : {31, 32}) {
+    p.gids.push_back({next, mapped(25, 11, 128, pod), GidType::kRoceV1, "net1", ""});
+    p.gids.push_back({next + 1, mapped(25, 11, 128, pod), GidType::kRoceV2, "net1", ""});
+    next += 2;
+  }
+  return p;
+}
+
+TEST(ChooseGidIndex, EachNamespaceGetsItsOwnGidNeverAnotherPods) {
+  const Port with_host = sharedPort(true);
+  const Port without_host = sharedPort(false);
+  // NCCL's own rule takes the lowest IPv4 v2 entry of the whole port, whoever holds it.
+  EXPECT_EQ(selectGidIndex(with_host, {}), 3u);
+  EXPECT_EQ(selectGidIndex(without_host, {}), 5u);
+  for (const Port* port : {&with_host, &without_host}) {
+    EXPECT_EQ(selectOwnGidIndex(*port, {}, addressesOf({{25, 11, 128, 31}})), 5u);
+    EXPECT_EQ(selectOwnGidIndex(*port, {}, addressesOf({{25, 11, 128, 32}})), 7u);
+  }
+  // The host's rule counts host addresses only: a PF without an address has no GID of the host's,
+  // where the old "agreed" rule handed every pod the first pod's index.
+  const NamespaceAddresses host = addressesOf({{25, 11, 128, 20}, {10, 0, 60, 3}});
+  EXPECT_EQ(selectOwnGidIndex(with_host, {}, host), 3u);
+  EXPECT_EQ(selectOwnGidIndex(without_host, {}, host), std::nullopt);
+}
+
+TEST(ChooseGidIndex, AHostileTableGivesTheOwnGidOrNothing) {
+  const NamespaceAddresses pod = addressesOf({{25, 11, 128, 40}});
+  // A 256-entry table: holes where pods ended, other pods' entries all named net1 (the same name
+  // in every pod), the pod's own address in the last slot as v1 and v2 of two slots.
+  Port full = rocePort(20);
+  for (uint32_t i = 4; i < 254; i += 2) {
+    if (i % 6 == 0) {
+      continue; // an ended pod's freed slots
+    }
+    const int other = 41 + static_cast<int>(i % 200);
+    full.gids.push_back({i, mapped(25, 11, 128, other), GidType::kRoceV1, "net1", ""});
+    full.gids.push_back({i + 1, mapped(25, 11, 128, other), GidType::kRoceV2, "net1", ""});
+  }
+  full.gids.push_back({254, mapped(25, 11, 128, 40), GidType::kRoceV1, "net1", ""});
+  full.gids.push_back({255, mapped(25, 11, 128, 40), GidType::kRoceV2, "net1", ""});
+  EXPECT_EQ(selectOwnGidIndex(full, {}, pod), 255u);
+
+  // Its address removed while it runs: the kernel deletes the entries, nothing of the pod's is
+  // left, and no other pod's entry is taken in its place.
+  Port removed = full;
+  removed.gids.resize(removed.gids.size() - 2);
+  EXPECT_EQ(selectOwnGidIndex(removed, {}, pod), std::nullopt);
+  EXPECT_EQ(outcome(chooseGidIndex({&removed}, {}, pod)), GidChoice::Outcome::kNoOwnGid);
+
+  // A type that could not be read (EINVAL in a container on MLNX_OFED kernels) never qualifies,
+  // whoever's the address.
+  Port hidden = full;
+  hidden.gids.back().type = GidType::kUnknown;
+  EXPECT_EQ(selectOwnGidIndex(hidden, {}, pod), std::nullopt);
+
+  // Only the pod's v2 entry of the wanted family, inside the range.
+  GidSelectionPolicy outside;
+  outside.range = *parseCidr("10.0.0.0/8");
+  EXPECT_EQ(selectOwnGidIndex(full, outside, pod), std::nullopt);
 }
 
 TEST(ParseCidr, AcceptsOneIpv4OrIpv6Range) {

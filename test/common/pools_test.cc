@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <tuple>
 
+#include "common/sysfs_attributes.h"
 #include "common/sysfs_discovery.h"
 
 namespace kube_rdma {
@@ -257,6 +258,7 @@ TEST(ComputeNcclSettings, GidIndexWhenThePortsAgreeUnlessAskedOtherwise) {
   const std::string v4 = "0000:0000:0000:0000:0000:ffff:1910:8002";
   t.devices[1].ports[1].gids = {gid(2, v4, GidType::kRoceV1), gid(3, v4, GidType::kRoceV2)};
   t.devices[2].ports[0].gids = {gid(2, v4, GidType::kRoceV1), gid(3, v4, GidType::kRoceV2)};
+  t.addresses = {*parseGid(v4)}; // the GIDs are the host's own
   PluginConfig config = defaultPluginConfig();
   const auto find = settingOf;
   const std::vector<std::string> both{"mlx5_1", "mlx5_2"};
@@ -274,6 +276,11 @@ TEST(ComputeNcclSettings, GidIndexWhenThePortsAgreeUnlessAskedOtherwise) {
             std::nullopt);
   EXPECT_EQ(find(*computeNcclSettings(t, sharedPool(t, config), {"mlx5_2"}), "NCCL_IB_GID_INDEX"),
             "5");
+
+  // An address of another namespace (a pod's macvlan on the port) is never the host's index.
+  t.addresses.clear();
+  EXPECT_EQ(find(*computeNcclSettings(t, sharedPool(t, config), {"mlx5_2"}), "NCCL_IB_GID_INDEX"),
+            std::nullopt);
 
   config.pools[1].nccl.gid_index_mode = GidIndexMode::kFixed;
   config.pools[1].nccl.gid_index = 7;

@@ -61,8 +61,8 @@ TEST(RdmactlBinary, GidsOnTheA100Node) {
     EXPECT_NE(r.out.find(dev + "2\t"), std::string::npos) << dev;
     EXPECT_NE(r.out.find(dev + "3\t"), std::string::npos) << dev;
   }
-  EXPECT_NE(r.out.find("\t25.11.128.226\tv2\teth8\n"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("\t10.0.60.3\tv1\teth0\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\t25.11.128.226\tv2\teth8\tthis\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\t10.0.60.3\tv1\teth0\tthis\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("n_gids_found=36\n"), std::string::npos);
 }
 

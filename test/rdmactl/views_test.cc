@@ -34,9 +34,10 @@ TEST(RdmactlViews, A100GidsListEveryDeviceWithV1AndV2Ipv4GidsAt2And3) {
     EXPECT_EQ(v2.netdev, "eth" + std::to_string(d));
   }
   const std::string text = renderGidsText(*rows);
-  EXPECT_EQ(text.rfind("DEV\tPORT\tINDEX\tGID\tIPv4\tVER\tDEV\n", 0), 0u);
+  EXPECT_EQ(text.rfind("DEV\tPORT\tINDEX\tGID\tIPv4\tVER\tDEV\tNETNS\n", 0), 0u);
   EXPECT_NE(
-      text.find("mlx5_1\t1\t3\t0000:0000:0000:0000:0000:ffff:190b:8002\t25.11.128.2\tv2\teth1\n"),
+      text.find(
+          "mlx5_1\t1\t3\t0000:0000:0000:0000:0000:ffff:190b:8002\t25.11.128.2\tv2\teth1\tthis\n"),
       std::string::npos);
   EXPECT_NE(text.find("\nn_gids_found=36\n"), std::string::npos);
 }
@@ -77,7 +78,8 @@ TEST(RdmactlViews, GidsJsonRowsCarryTheContractFields) {
                                      {"gid", "0000:0000:0000:0000:0000:ffff:190b:80e2"},
                                      {"ipv4", "25.11.128.226"},
                                      {"version", "v2"},
-                                     {"netdev", "eth8"}}));
+                                     {"netdev", "eth8"},
+                                     {"netns", "this"}}));
 }
 
 TEST(RdmactlViews, A100NcclEnvLeavesTheManagementNicOut) {
