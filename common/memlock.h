@@ -1,15 +1,13 @@
 #pragma once
 
-#include <sys/types.h>
-
 #include <cstdint>
 #include <string>
 #include <string_view>
 
 #include "common/result.h"
 
-// The locked-memory limit that kube-rdma-memlock-hook gives every RDMA container (docs/memlock.md),
-// and the OCI state the runtime hands the hook. In kube_rdma_base, which the static hook links:
+// The locked-memory limit that kube-rdma-memlock-hook gives every RDMA container
+// (docs/memlock.md). In kube_rdma_base, which the static hook links:
 // no libibverbs here.
 namespace kube_rdma {
 
@@ -31,15 +29,5 @@ constexpr uint64_t kMinMemlockBytes = 65536;
 Result<MemlockLimit> parseMemlockLimit(std::string_view text);
 // The inverse: "unlimited", "off" or the byte count.
 std::string memlockLimitText(const MemlockLimit& limit);
-
-// What the hook needs of an OCI state document (runtime-spec "State").
-struct OciState {
-  pid_t pid = 0;  // the container's process, in the hook's PID namespace
-  std::string id; // the container ID, for the log; may be empty
-};
-
-// A JSON object with a positive integer `pid`, else an error saying what the document lacks.
-// Never throws, whatever the text.
-Result<OciState> parseOciState(std::string_view state_json);
 
 } // namespace kube_rdma

@@ -86,4 +86,8 @@ bool isPortableEnvName(std::string_view name);
 // first).
 Result<std::string> renderNcclConf(const NcclEnv& settings);
 
+// The inverse, for files renderNcclConf wrote: every line NAME=VALUE with a portable name, no name
+// twice. Errors name the line.
+Result<NcclEnv> parseRenderedNcclConf(std::string_view text);
+
 } // namespace kube_rdma

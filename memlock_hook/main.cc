@@ -8,30 +8,22 @@
 // It never stops a container from starting: whatever happens it exits 0. The runtime drops a
 // successful hook's stderr, so each run also appends one line to the log file.
 
-#include <fcntl.h>
-#include <poll.h>
 #include <sys/resource.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <csignal>
-#include <cstdio>
 #include <cstring>
 #include <sstream>
 #include <string>
 
 #include "common/log.h"
 #include "common/memlock.h"
+#include "common/oci_hook.h"
 
 namespace kube_rdma {
 namespace {
-
-constexpr size_t kMaxStateBytes = 1 << 20; // a runtime's state is a few KiB
-constexpr off_t kMaxLogBytes = 1 << 20;    // then the log moves to PATH.1, replacing it
-constexpr auto kStdinTimeout = std::chrono::seconds(2);
 
 constexpr const char* kUsage =
     "kube-rdma-memlock-hook: the OCI hook (createRuntime) that raises a container's "
@@ -72,41 +64,6 @@ Options parseArgs(int argc, char** argv) {
     }
   }
   return options;
-}
-
-// All of stdin, which the runtime closes after writing the state. An error when it is larger
-// than kMaxStateBytes or still open after kStdinTimeout (not run by a runtime).
-Result<std::string> readState() {
-  const auto deadline = std::chrono::steady_clock::now() + kStdinTimeout;
-  std::string text;
-  char buffer[65536];
-  while (true) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    pollfd in{STDIN_FILENO, POLLIN, 0};
-    const int ready = poll(&in, 1, static_cast<int>(std::max<int64_t>(left.count(), 0)));
-    if (ready < 0 && errno == EINTR) {
-      continue;
-    }
-    if (ready <= 0) {
-      return makeError(ready == 0 ? "stdin was not closed within 2 s"
-                                  : std::string("cannot wait for stdin: ") + std::strerror(errno));
-    }
-    const ssize_t n = read(STDIN_FILENO, buffer, sizeof buffer);
-    if (n < 0 && errno == EINTR) {
-      continue;
-    }
-    if (n < 0) {
-      return makeError(std::string("cannot read stdin: ") + std::strerror(errno));
-    }
-    if (n == 0) {
-      return text;
-    }
-    if (text.size() + static_cast<size_t>(n) > kMaxStateBytes) {
-      return makeError("the OCI state is larger than 1 MiB");
-    }
-    text.append(buffer, static_cast<size_t>(n));
-  }
 }
 
 std::string rlimitText(rlim_t value) {
@@ -161,24 +118,6 @@ void raiseMemlock(Logger& log, const OciState& state, const MemlockLimit& limit)
             {"hard", rlimitText(old.rlim_max)}});
 }
 
-// Appends `line` to the log file, first moving a file of kMaxLogBytes or more to PATH.1.
-// Hooks of containers starting together append at once: each line is one write() of O_APPEND.
-void appendToLog(const std::string& path, const std::string& line) {
-  struct stat st {};
-  if (stat(path.c_str(), &st) == 0 && st.st_size >= kMaxLogBytes) {
-    std::rename(path.c_str(), (path + ".1").c_str());
-  }
-  const int fd = open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0 || write(fd, line.data(), line.size()) != static_cast<ssize_t>(line.size())) {
-    const std::string message =
-        "kube-rdma-memlock-hook: cannot write " + path + ": " + std::strerror(errno) + "\n";
-    (void)!write(STDERR_FILENO, message.data(), message.size());
-  }
-  if (fd >= 0) {
-    close(fd);
-  }
-}
-
 void run(int argc, char** argv) {
   const Options options = parseArgs(argc, argv);
   if (!options.print.empty()) {
@@ -189,7 +128,7 @@ void run(int argc, char** argv) {
   Logger log(line);
   if (!options.problem.empty()) {
     log.error("bad argument, memlock left alone", {{"error", options.problem}});
-  } else if (auto text = readState(); !text.ok()) {
+  } else if (auto text = readHookState(); !text.ok()) {
     log.error("no OCI state, memlock left alone", {{"error", text.error().message}});
   } else if (auto state = parseOciState(*text); !state.ok()) {
     log.error("bad OCI state, memlock left alone", {{"error", state.error().message}});
@@ -201,7 +140,7 @@ void run(int argc, char** argv) {
   const std::string text = line.str();
   (void)!write(STDERR_FILENO, text.data(), text.size());
   if (!options.log_file.empty()) {
-    appendToLog(options.log_file, text);
+    appendHookLog(options.log_file, text, "kube-rdma-memlock-hook");
   }
 }
 

@@ -1,4 +1,5 @@
 #include "common/memlock.h"
+#include "common/oci_hook.h"
 
 #include <gtest/gtest.h>
 

@@ -1,0 +1,88 @@
+#include "common/container_nccl.h"
+
+#include <gtest/gtest.h>
+
+#include "common/sysfs_discovery.h"
+
+namespace kube_rdma {
+namespace {
+
+const std::string kFixture = std::string(KUBE_RDMA_FIXTURES) + "/roce-pod-network";
+
+// The fixture's GID tables as seen from `pod`'s network namespace ("" for the host's).
+NodeTopology seenFrom(const std::string& pod) {
+  return discoverFromSysfs(
+      {kFixture + "/sys", pod.empty() ? kFixture + "/proc" : kFixture + "/pods/" + pod + "/proc"});
+}
+
+const NcclEnv kNode = {{"NCCL_IB_HCA", "=mlx5_1:1,mlx5_2:1"},
+                       {"NCCL_IB_DISABLE", "0"},
+                       {"NCCL_IB_GID_INDEX", "3"},
+                       {"NCCL_SOCKET_IFNAME", "=eth0"}};
+
+TEST(ResolveContainerNcclConf, ThePodsOwnIndexReplacesTheHosts) {
+  auto resolved = resolveContainerNcclConf(kNode, seenFrom("podA"), {});
+  ASSERT_TRUE(resolved.ok()) << resolved.error().message;
+  EXPECT_TRUE(resolved->own_gid_index);
+  EXPECT_EQ(resolved->choice.index, 7u);
+  NcclEnv want = kNode;
+  want[2].second = "7";
+  EXPECT_EQ(resolved->settings, want);
+  EXPECT_EQ(resolved->ports, (std::vector<HcaPort>{{"mlx5_1", 1}, {"mlx5_2", 1}}));
+}
+
+TEST(ResolveContainerNcclConf, TheHostsNamespaceGetsWhatTheNodeDaemonComputed) {
+  auto resolved = resolveContainerNcclConf(kNode, seenFrom(""), {});
+  ASSERT_TRUE(resolved.ok()) << resolved.error().message;
+  EXPECT_EQ(resolved->choice.index, 3u);
+  EXPECT_EQ(resolved->settings, kNode);
+}
+
+TEST(ResolveContainerNcclConf, NoSingleOwnIndexKeepsTheNodesSettings) {
+  auto podb = resolveContainerNcclConf(kNode, seenFrom("podB"), {});
+  ASSERT_TRUE(podb.ok());
+  EXPECT_FALSE(podb->own_gid_index);
+  EXPECT_EQ(podb->choice.outcome, GidChoice::Outcome::kPortsDisagree);
+  EXPECT_EQ(podb->choice.port_indexes, (std::vector<std::optional<uint32_t>>{9u, 11u}));
+  EXPECT_EQ(podb->settings, kNode);
+
+  auto bridge = resolveContainerNcclConf(kNode, seenFrom("podbridge"), {});
+  ASSERT_TRUE(bridge.ok());
+  EXPECT_EQ(bridge->choice.outcome, GidChoice::Outcome::kNoOwnGid);
+  EXPECT_EQ(bridge->settings, kNode);
+}
+
+TEST(ResolveContainerNcclConf, AnIndexTheNodeDidNotHaveIsAddedAfterNcclIbDisable) {
+  const NcclEnv node = {{"NCCL_IB_HCA", "=mlx5_3:1"}, {"NCCL_IB_DISABLE", "0"}, {"X", "1"}};
+  auto resolved = resolveContainerNcclConf(node, seenFrom("podB"), {});
+  ASSERT_TRUE(resolved.ok());
+  EXPECT_EQ(resolved->settings, (NcclEnv{{"NCCL_IB_HCA", "=mlx5_3:1"},
+                                         {"NCCL_IB_DISABLE", "0"},
+                                         {"NCCL_IB_GID_INDEX", "5"},
+                                         {"X", "1"}}));
+}
+
+TEST(ResolveContainerNcclConf, ErrorsNameTheEntry) {
+  const NodeTopology topology = seenFrom("podA");
+  EXPECT_EQ(resolveContainerNcclConf({{"NCCL_IB_DISABLE", "0"}}, topology, {}).error().message,
+            "the node's nccl.conf has no NCCL_IB_HCA");
+  EXPECT_EQ(resolveContainerNcclConf({{"NCCL_IB_HCA", "=mlx5_1"}}, topology, {}).error().message,
+            "NCCL_IB_HCA entry mlx5_1 names no port");
+  EXPECT_EQ(resolveContainerNcclConf({{"NCCL_IB_HCA", "=mlx5_1:2"}}, topology, {}).error().message,
+            "NCCL_IB_HCA entry mlx5_1:2: no such port");
+}
+
+TEST(ParseRenderedNcclConf, ReadsWhatRenderWroteAndNamesBadLines) {
+  auto text = renderNcclConf(kNode);
+  ASSERT_TRUE(text.ok());
+  auto parsed = parseRenderedNcclConf(*text);
+  ASSERT_TRUE(parsed.ok()) << parsed.error().message;
+  EXPECT_EQ(*parsed, kNode);
+  EXPECT_EQ(parseRenderedNcclConf("A=1\n# comment\n").error().message,
+            "nccl.conf line 2: \"# comment\" is not NAME=VALUE");
+  EXPECT_EQ(parseRenderedNcclConf("A=1\nA=2\n").error().message,
+            "nccl.conf line 2: A is given twice");
+}
+
+} // namespace
+} // namespace kube_rdma
