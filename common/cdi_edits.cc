@@ -28,11 +28,27 @@ nlohmann::ordered_json memlockHook(const MemlockHookConfig& memlock) {
             "--log-file=" + memlock.log_file}}};
 }
 
+// The createContainer hook that resolves the GID index in the container's own network namespace
+// (docs/pod-networks.md): createContainer runs in the container's namespaces, after CNI, before
+// pivot_root, where the runtime's view of the host and the container's root are both at hand.
+nlohmann::ordered_json ncclHook(const NcclHookConfig& hook, const NcclPoolOptions& nccl) {
+  nlohmann::ordered_json args = {
+      "kube-rdma-nccl-hook", "--container-path=" + nccl.nccl_conf_path,
+      "--addr-family=" +
+          std::string(nccl.gid_policy.family == GidFamily::kIPv6 ? "AF_INET6" : "AF_INET")};
+  if (nccl.gid_policy.range) {
+    args.push_back("--addr-range=" + cidrText(*nccl.gid_policy.range));
+  }
+  args.push_back("--sysfs-root=" + hook.sysfs_root);
+  args.push_back("--log-file=" + hook.log_file);
+  return {{"hookName", "createContainer"}, {"path", hook.hook_path}, {"args", std::move(args)}};
+}
+
 } // namespace
 
 nlohmann::ordered_json cdiSpec(const std::string& kind, const std::vector<CdiDevice>& devices,
                                const std::vector<std::string>& env, nlohmann::ordered_json mounts,
-                               const MemlockHookConfig& memlock) {
+                               const CdiHooks& hooks) {
   using Json = nlohmann::ordered_json;
   Json device_list = Json::array();
   for (const CdiDevice& device : devices) {
@@ -49,8 +65,15 @@ nlohmann::ordered_json cdiSpec(const std::string& kind, const std::vector<CdiDev
   if (!mounts.empty()) {
     edits["mounts"] = std::move(mounts);
   }
-  if (Json hook = memlockHook(memlock); !hook.is_null()) {
-    edits["hooks"] = Json::array({std::move(hook)});
+  Json hook_list = Json::array();
+  if (Json hook = memlockHook(hooks.memlock); !hook.is_null()) {
+    hook_list.push_back(std::move(hook));
+  }
+  if (hooks.per_container != nullptr) {
+    hook_list.push_back(ncclHook(hooks.nccl, *hooks.per_container));
+  }
+  if (!hook_list.empty()) {
+    edits["hooks"] = std::move(hook_list);
   }
   return {{"cdiVersion", "0.5.0"},
           {"kind", kind},

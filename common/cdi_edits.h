@@ -17,11 +17,19 @@ struct CdiDevice {
   std::string uverbs_path;
 };
 
+// The hooks of a spec: the memlock hook unless its limit is off, and kube-rdma-nccl-hook when
+// `per_container` (the NCCL options of the spec's ports) is given.
+struct CdiHooks {
+  MemlockHookConfig memlock;
+  NcclHookConfig nccl;
+  const NcclPoolOptions* per_container = nullptr;
+};
+
 // A CDI spec of `kind` with `devices` and the spec-level edits: the marker and `env`, rdma_cm,
-// `mounts` when not empty, and the memlock hook.
+// `mounts` when not empty, and the hooks.
 nlohmann::ordered_json cdiSpec(const std::string& kind, const std::vector<CdiDevice>& devices,
                                const std::vector<std::string>& env, nlohmann::ordered_json mounts,
-                               const MemlockHookConfig& memlock);
+                               const CdiHooks& hooks);
 
 // Where a spec of `kind` goes in `cdi_dir`: "<vendor>-<class><suffix>.json".
 std::string cdiSpecFile(const std::string& cdi_dir, const std::string& kind,

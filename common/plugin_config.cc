@@ -300,6 +300,10 @@ Status validateExtendedResourceName(const std::string& name) {
   return Ok{};
 }
 
+bool resolvesGidPerContainer(const NcclHookConfig& hook, const NcclPoolOptions& nccl) {
+  return hook.enabled && nccl.gid_index_mode == GidIndexMode::kAgreed && nccl.nccl_conf_enabled;
+}
+
 Result<PluginConfig> parsePluginConfig(const std::string& json_text) {
   auto doc = parseJsonDocument(json_text, "config");
   if (!doc.ok()) {
@@ -315,6 +319,10 @@ Result<PluginConfig> parsePluginConfig(const std::string& json_text) {
   config.memlock.limit = readMemlockLimit(root, "memlock", config.memlock.limit);
   readHostPath(root, "memlockHookPath", config.memlock.hook_path);
   readHostPath(root, "memlockLogFile", config.memlock.log_file);
+  config.nccl_hook.enabled = root.optional<bool>("perContainerGidIndex", config.nccl_hook.enabled);
+  readHostPath(root, "ncclHookPath", config.nccl_hook.hook_path);
+  readHostPath(root, "ncclHookLogFile", config.nccl_hook.log_file);
+  readHostPath(root, "ncclHookSysfsRoot", config.nccl_hook.sysfs_root);
   if (root.has("pools")) {
     auto pools = root.objectArray("pools");
     if (pools.empty() && root.raw("pools")->is_array()) {

@@ -71,11 +71,27 @@ struct MemlockHookConfig {
   bool operator==(const MemlockHookConfig&) const = default;
 };
 
+// The hook the CDI specs name so that a container on a pod network gets the RoCE GID index of its
+// own network namespace (docs/pod-networks.md). Paths are on the host.
+struct NcclHookConfig {
+  bool enabled = true; // "perContainerGidIndex"
+  std::string hook_path = "/var/lib/kube-rdma/bin/kube-rdma-nccl-hook";
+  std::string log_file = "/var/lib/kube-rdma/nccl-hook.log";
+  std::string sysfs_root = "/sys"; // the host's sysfs, where the hook reads the GID tables
+  bool operator==(const NcclHookConfig&) const = default;
+};
+
+// Whether containers given ports with `nccl` get their GID index resolved per container: the
+// hook is on, the pool's index is "agreed" (a fixed one is the operator's), and an nccl.conf is
+// mounted (the hook replaces the container's copy).
+bool resolvesGidPerContainer(const NcclHookConfig& hook, const NcclPoolOptions& nccl);
+
 struct PluginConfig {
   std::vector<PoolSpec> pools; // in order: a port belongs to the first pool that selects it
   uint32_t resend_interval_seconds = 30; // periodic ListAndWatch re-send
   uint32_t health_poll_ms = 500;         // port state re-read period
   MemlockHookConfig memlock;             // CDI mode only
+  NcclHookConfig nccl_hook;              // CDI mode only
   bool operator==(const PluginConfig&) const = default;
 };
 

@@ -95,8 +95,7 @@ Result<RdmaConfig> mergedConfig(const nlohmann::json& devices_status,
 }
 
 Json claimCdiSpec(const ClaimRef& ref, const std::vector<ClaimedPort>& claimed, const NcclEnv& env,
-                  const ClaimFile* nccl_conf, const NcclPoolOptions& nccl,
-                  const MemlockHookConfig& memlock) {
+                  const ClaimFile* nccl_conf, const NcclPoolOptions& nccl, const CdiHooks& hooks) {
   std::vector<CdiDevice> devices;
   devices.reserve(claimed.size());
   for (const auto& c : claimed) {
@@ -115,7 +114,7 @@ Json claimCdiSpec(const ClaimRef& ref, const std::vector<ClaimedPort>& claimed, 
                       {"containerPath", nccl.nccl_conf_path},
                       {"options", {"ro", "nosuid", "nodev", "bind"}}});
   }
-  return cdiSpec(kDraCdiKind, devices, variables, std::move(mounts), memlock);
+  return cdiSpec(kDraCdiKind, devices, variables, std::move(mounts), hooks);
 }
 
 } // namespace
@@ -219,10 +218,18 @@ Result<PreparedClaim> renderClaim(const nlohmann::json& claim, const ClaimRef& r
     }
     prepared.files.push_back(ClaimFile{claimNcclConfPath(context.state_dir, ref.uid), *text});
   }
-  MemlockHookConfig memlock = context.config.memlock;
-  memlock.limit = config->memlock;
+  CdiHooks hooks{context.config.memlock, context.config.nccl_hook, nullptr};
+  hooks.memlock.limit = config->memlock;
   const ClaimFile* nccl_conf = prepared.files.empty() ? nullptr : &prepared.files.front();
-  const Json spec = claimCdiSpec(ref, ports, *env, nccl_conf, config->nccl, memlock);
+  // Each container of each pod sharing the claim resolves its own GID index: two pods are two
+  // network namespaces.
+  const bool roce = std::any_of(ports.begin(), ports.end(), [](const ClaimedPort& c) {
+    return c.port.port->link_layer == LinkLayer::kEthernet;
+  });
+  if (nccl_conf != nullptr && roce && resolvesGidPerContainer(hooks.nccl, config->nccl)) {
+    hooks.per_container = &config->nccl;
+  }
+  const Json spec = claimCdiSpec(ref, ports, *env, nccl_conf, config->nccl, hooks);
   prepared.files.push_back(
       ClaimFile{claimCdiSpecPath(context.cdi_dir, ref.uid), spec.dump(2) + "\n"});
   for (const auto& c : claimed) {

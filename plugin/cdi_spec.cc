@@ -1,5 +1,7 @@
 #include "plugin/cdi_spec.h"
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "common/cdi_edits.h"
@@ -8,15 +10,28 @@
 namespace kube_rdma {
 
 std::string cdiSpecJson(const NodePool& pool, const NodeTopology& topology,
-                        const MemlockHookConfig& memlock) {
+                        const MemlockHookConfig& memlock, const NcclHookConfig& nccl_hook) {
   std::vector<CdiDevice> devices;
-  for (const auto& name : pool.deviceNames()) {
-    const RdmaDevice* device = topology.findDevice(name);
-    if (device != nullptr && !device->uverbs.empty()) {
-      devices.push_back({name, device->uverbsDevicePath()});
+  bool roce = false;
+  for (const auto& hca : pool.hcas) {
+    const RdmaDevice* device = topology.findDevice(hca.device);
+    if (device == nullptr) {
+      continue;
+    }
+    if (!device->uverbs.empty()) {
+      devices.push_back({hca.device, device->uverbsDevicePath()});
+    }
+    for (const Port& port : device->ports) {
+      roce =
+          roce || (port.link_layer == LinkLayer::kEthernet &&
+                   std::find(hca.ports.begin(), hca.ports.end(), port.number) != hca.ports.end());
     }
   }
-  return cdiSpec(cdiKind(pool.spec.resource_name), devices, {}, {}, memlock).dump(2) + "\n";
+  CdiHooks hooks{memlock, nccl_hook, nullptr};
+  if (roce && resolvesGidPerContainer(nccl_hook, pool.spec.nccl)) {
+    hooks.per_container = &pool.spec.nccl;
+  }
+  return cdiSpec(cdiKind(pool.spec.resource_name), devices, {}, {}, hooks).dump(2) + "\n";
 }
 
 std::string cdiSpecPath(const std::string& cdi_dir, const std::string& resource_name) {

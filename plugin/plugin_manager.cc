@@ -158,8 +158,11 @@ Status PluginManager::applyConfig(const PluginConfig& config,
     keep.insert(name);
     // Also for an unchanged pool: the spec carries the config's memlock settings too.
     writeCdiSpec(node_pool, *topology);
+    const bool gid_per_container =
+        flags_.cdi && resolvesGidPerContainer(config.nccl_hook, node_pool.spec.nccl);
     auto it = pools_.find(name);
-    if (it != pools_.end() && it->second.manager->pool() == node_pool) {
+    if (it != pools_.end() && it->second.manager->pool() == node_pool &&
+        it->second.manager->gidPerContainer() == gid_per_container) {
       // Unchanged: keeps its socket, registration and streams; a new re-send interval applies to
       // the streams after one send now (they may be waiting out the old, longer one).
       Pool& kept = it->second;
@@ -174,7 +177,8 @@ Status PluginManager::applyConfig(const PluginConfig& config,
       pools_.erase(it);
     }
     Pool pool;
-    pool.manager = std::make_shared<PoolResourceManager>(node_pool, flags_.cdi, state_);
+    pool.manager =
+        std::make_shared<PoolResourceManager>(node_pool, flags_.cdi, gid_per_container, state_);
     pool.manager->update(health);
     if (auto status = serve(pool); !status) {
       return status;
@@ -453,7 +457,7 @@ void PluginManager::writeCdiSpec(const NodePool& pool, const NodeTopology& topol
     return;
   }
   file_work_.push_back([this, path = cdiSpecPath(flags_.cdi_dir, pool.spec.resource_name),
-                        json = cdiSpecJson(pool, topology, config_.memlock)] {
+                        json = cdiSpecJson(pool, topology, config_.memlock, config_.nccl_hook)] {
     std::error_code ec;
     std::filesystem::create_directories(flags_.cdi_dir, ec);
     if (auto status = writeFileAtomically(path, json); !status) {

@@ -186,6 +186,9 @@ Result<ContainerAllocation> PoolResourceManager::allocate(const std::vector<std:
     }
     conf_path = std::move(*written);
   }
+  if (gid_per_container_) {
+    std::erase_if(*env, [](const auto& setting) { return setting.first == "NCCL_IB_GID_INDEX"; });
+  }
   return buildAllocation(pool_, *topology, granted, *env, conf_path, cdi_);
 }
 

@@ -34,11 +34,16 @@ std::string cdiKind(const std::string& resource_name);
 // Allocate answer (device nodes, NCCL env, nccl.conf mount, CDI names).
 class PoolResourceManager final : public ResourceManager {
 public:
-  // cdi: whether answers name the granted devices as CDI devices too.
-  PoolResourceManager(NodePool pool, bool cdi, const StateWriter& state)
-      : pool_(std::move(pool)), cdi_(cdi), state_(state), devices_(poolDevices(pool_, node_)) {}
+  // cdi: whether answers name the granted devices as CDI devices too. gid_per_container: whether
+  // the pool's CDI spec has kube-rdma-nccl-hook resolve NCCL_IB_GID_INDEX in each container's own
+  // network namespace; the answers' env then leaves it out, since a variable in the environment
+  // hides the container's nccl.conf line (docs/pod-networks.md).
+  PoolResourceManager(NodePool pool, bool cdi, bool gid_per_container, const StateWriter& state)
+      : pool_(std::move(pool)), cdi_(cdi), gid_per_container_(gid_per_container), state_(state),
+        devices_(poolDevices(pool_, node_)) {}
 
   const NodePool& pool() const { return pool_; }
+  bool gidPerContainer() const { return gid_per_container_; }
   // Recomputes health; @return whether the advertised list changed.
   bool update(const NodeHealthView& node);
   void close() { store_.close(); }
@@ -63,6 +68,7 @@ public:
 private:
   const NodePool pool_;
   const bool cdi_;
+  const bool gid_per_container_;
   const StateWriter& state_;
   DeviceListStore store_;
   mutable std::mutex mutex_;

@@ -28,7 +28,7 @@ die() {
 programs_dir=$1
 out=$2
 [[ -d $programs_dir ]] || die "$programs_dir: no such directory"
-programs=(rdma-device-plugin rdma-dra-driver rdma-webhook rdmactl kube-rdma-memlock-hook)
+programs=(rdma-device-plugin rdma-dra-driver rdma-webhook rdmactl kube-rdma-memlock-hook kube-rdma-nccl-hook)
 # The applets the kube-rdma image links: the init container's, and a few for kubectl exec.
 kube_rdma_applets=(sh mkdir mv cat ls id sleep env grep test "[" cp rm ln chmod echo true false
   ps head tail wc)

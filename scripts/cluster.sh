@@ -252,6 +252,15 @@ namespace_init() {
   ip link set uplink0 up
   ip link set eth0 up
   ip route add default dev eth0
+  # The addresses of the fixture's RoCE netdevs, which a real node's own namespace holds: the
+  # plugin and the driver count only GIDs whose address is the node's (docs/pod-networks.md). On a
+  # veth end of their own (the kernel here builds no GIDs from them: those are the fixture's).
+  ip link add rdma-data0 type veth peer name rdma-data1
+  ip link set rdma-data0 up
+  local address
+  for address in $(awk '$1 == "|--" && $2 != "127.0.0.1" { print $2 }' "$state/fixture/proc/net/fib_trie" | sort -u); do
+    ip addr add "$address/32" dev rdma-data0
+  done
   # Sockets and runtime state (containerd, kubelet plugins, CDI specs, kube-rdma state).
   mount -t tmpfs -o mode=755 tmpfs /run
   mkdir -p /run/lock

@@ -29,7 +29,11 @@ class DevicePluginPods(ClusterTest):
         self.assertEqual(int(report["shm_kib"]), 16 * 1024 * 1024, report["shm"])
         env = report["env"]
         self.assertEqual(env.get("NCCL_IB_HCA"), user_hca or A100_HCA)
-        self.assertEqual(env.get("NCCL_IB_GID_INDEX"), A100_GID_INDEX)
+        # Resolved per container by kube-rdma-nccl-hook: in nccl.conf only, never in the
+        # environment, where it would hide the container's own value. This pod is on the bridge
+        # CNI's veth only, so it has no GID of its own and keeps the node's index.
+        self.assertNotIn("NCCL_IB_GID_INDEX", env)
+        self.assertEqual(report["conf"].get("NCCL_IB_GID_INDEX"), A100_GID_INDEX)
         # The pod network's interface (the webhook's policy and the plugin agree on it).
         self.assertEqual(env.get("NCCL_SOCKET_IFNAME"), "eth0")
         self.assertEqual(report["conf"].get("NCCL_IB_HCA"), A100_HCA)
@@ -64,7 +68,8 @@ class DevicePluginPods(ClusterTest):
             self.assertEqual(wait_until("rdma/hca in the allocatable",
                                         lambda: allocatable("rdma/hca"), timeout=120), "128")
         finally:
-            set_config(os.path.join(REPO, "manifests", "base", "device-plugin", "config.json"))
+            set_config(os.path.join(REPO, "test", "cluster", "overlays", "common",
+                                    "plugin-config.json"))
         wait_until("rdma/shared back", lambda: allocatable("rdma/shared") == "128", timeout=120)
 
     def test_pod_asking_rdma_shared(self):

@@ -36,18 +36,26 @@ protected:
   // /var/run/cdi with its device nodes pointed at mknod-made ones. Returns the CDI ID of the
   // claim's first device.
   std::string prepareTwoNicClaim() {
+    return prepareClaim(nlohmann::json::parse(readTestData("claim-two-nics.json")), "a100-roce");
+  }
+
+  // `claim` under a UID of this process, prepared on the fixture `node`: its files written, the
+  // spec into /var/run/cdi, the hooks the test's builds. Returns the CDI ID of its first device.
+  std::string prepareClaim(nlohmann::json claim, const std::string& node) {
     char uid[40];
     std::snprintf(uid, sizeof uid, "3f1c9a2e-8d4b-4a6f-9c1e-%012x",
                   static_cast<unsigned>(getpid()));
-    nlohmann::json claim = nlohmann::json::parse(readTestData("claim-two-nics.json"));
     claim["metadata"]["uid"] = uid;
     const std::string tmp = sandbox_.dir().path();
     PrepareContext context = testContext(tmp);
     context.cdi_dir = PodmanSandbox::kCdiDir;
     context.config.memlock.hook_path = MEMLOCK_HOOK_BINARY;
     context.config.memlock.log_file = tmp + "/memlock-hook.log";
+    context.config.nccl_hook.hook_path = NCCL_HOOK_BINARY;
+    context.config.nccl_hook.log_file = nccl_hook_log_;
+    context.config.nccl_hook.sysfs_root = std::string(KUBE_RDMA_FIXTURES) + "/" + node + "/sys";
     auto prepared = renderClaim(claim, ClaimRef{"ml", "train-0-rdma-x7k2p", uid},
-                                discoverFixture("a100-roce"), context);
+                                discoverFixture(node), context);
     EXPECT_TRUE(prepared.ok()) << prepared.error().message;
     if (!prepared.ok()) {
       return "";
@@ -63,6 +71,7 @@ protected:
   }
 
   PodmanSandbox sandbox_;
+  const std::string nccl_hook_log_ = sandbox_.dir().path() + "/nccl-hook.log";
   std::string spec_path_;
 };
 
@@ -89,6 +98,33 @@ TEST_F(PodmanRuncDra, TheClaimGetsItsDevicesAndNcclConfAndThePodsNcclValuesWin) 
   EXPECT_EQ(memlockOf(r.output),
             haveCapSysResource() ? "17179869184 17179869184" : "8388608 8388608")
       << r.output;
+}
+
+// One claim, shared by two pods (a claim is how pods share NICs): each pod's container is in its
+// own network namespace and reads its own GID index, resolved at its creation by the spec's
+// kube-rdma-nccl-hook, from the one nccl.conf the driver prepared for the claim.
+TEST_F(PodmanRuncDra, TwoPodsSharingAClaimEachGetTheirOwnGidIndex) {
+  nlohmann::json claim = nlohmann::json::parse(readTestData("claim-two-nics.json"));
+  auto& results = claim["status"]["allocation"]["devices"]["results"];
+  results = nlohmann::json::array({results[0], results[1]});
+  results[1]["device"] = "pci-0000-3b-00-0-p1"; // mlx5_1 of the roce-pod-network fixture
+  claim["status"]["allocation"]["devices"]["config"].erase(1); // no GPU driver config needed
+  const std::string device = prepareClaim(claim, "roce-pod-network");
+  ASSERT_FALSE(device.empty());
+  PodNetns pod_a("krdma-dra-poda", {"198.51.100.31/24"});
+  PodNetns pod_b("krdma-dra-podb", {"198.51.100.32/24"});
+  ASSERT_TRUE(pod_a.ok() && pod_b.ok()) << "ip netns failed";
+  const ShellResult a = sandbox_.run(device, "", "cat /etc/nccl.conf", pod_a.podmanNetwork());
+  const ShellResult b = sandbox_.run(device, "", "cat /etc/nccl.conf", pod_b.podmanNetwork());
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  ASSERT_EQ(b.exit_code, 0) << b.output;
+  // The node's rule gives the host's 3; podA's own GID on mlx5_1 is 7, podB's 9.
+  EXPECT_NE(a.output.find("NCCL_IB_HCA==mlx5_1:1\nNCCL_IB_DISABLE=0\nNCCL_IB_GID_INDEX=7\n"),
+            std::string::npos)
+      << a.output << readTestFile(nccl_hook_log_);
+  EXPECT_NE(b.output.find("NCCL_IB_HCA==mlx5_1:1\nNCCL_IB_DISABLE=0\nNCCL_IB_GID_INDEX=9\n"),
+            std::string::npos)
+      << b.output << readTestFile(nccl_hook_log_);
 }
 
 } // namespace

@@ -67,13 +67,15 @@ public:
   }
 
   // Runs `script` (no single quotes) in a container started under a 64 KiB / 8 MiB memlock
-  // limit, given the CDI `device` and the container variable `env` (NAME=VALUE) when not empty.
-  ShellResult run(const std::string& device, const std::string& env, const std::string& script) {
-    return runShell(
-        std::string("prlimit --memlock=65536:8388608 podman run --rm --runtime runc --network none"
-                    " --ulimit nofile=1024:1024 --ulimit nproc=1024:1024") +
-        (device.empty() ? "" : " --device " + device) + (env.empty() ? "" : " --env " + env) +
-        " --rootfs " + tmp_.path() + "/rootfs /bin/sh -c '" + script + "' 2>&1");
+  // limit, given the CDI `device` and the container variable `env` (NAME=VALUE) when not empty,
+  // with podman's `network` ("none", "host", "ns:/var/run/netns/NAME") and `options` added.
+  ShellResult run(const std::string& device, const std::string& env, const std::string& script,
+                  const std::string& network = "none", const std::string& options = "") {
+    return runShell("prlimit --memlock=65536:8388608 podman run --rm --runtime runc --network " +
+                    network + " --ulimit nofile=1024:1024 --ulimit nproc=1024:1024 " + options +
+                    (device.empty() ? "" : " --device " + device) +
+                    (env.empty() ? "" : " --env " + env) + " --rootfs " + tmp_.path() +
+                    "/rootfs /bin/sh -c '" + script + "' 2>&1");
   }
 
   const TempDir& dir() const { return tmp_; }
@@ -95,6 +97,35 @@ private:
   }
 
   TempDir tmp_;
+};
+
+// A network namespace standing in for a pod's after CNI: lo and "net1" (a macvlan's name in a
+// Multus pod; here one end of a veth pair, since the kernels we run on may lack the dummy driver)
+// with `addresses` ("198.51.100.31/24"), deleted at scope exit. Podman joins it with
+// --network podmanNetwork().
+class PodNetns {
+public:
+  PodNetns(const std::string& name, const std::vector<std::string>& addresses)
+      : name_(name + "-" + std::to_string(getpid())) {
+    std::string script = "ip netns add " + name_ + " && ip -n " + name_ +
+                         " link set lo up && ip -n " + name_ +
+                         " link add net1 type veth peer name net1-peer && ip -n " + name_ +
+                         " link set net1-peer up && ip -n " + name_ + " link set net1 up";
+    for (const auto& address : addresses) {
+      script += " && ip -n " + name_ + " addr add " + address + " dev net1";
+    }
+    ok_ = runShell(script + " 2>&1").exit_code == 0;
+  }
+  ~PodNetns() { runShell("ip netns del " + name_ + " 2>/dev/null"); }
+  PodNetns(const PodNetns&) = delete;
+  PodNetns& operator=(const PodNetns&) = delete;
+
+  bool ok() const { return ok_; }
+  std::string podmanNetwork() const { return "ns:/var/run/netns/" + name_; }
+
+private:
+  std::string name_;
+  bool ok_ = false;
 };
 
 } // namespace kube_rdma

@@ -42,7 +42,9 @@ protected:
     memlock.limit = limit;
     memlock.hook_path = MEMLOCK_HOOK_BINARY;
     memlock.log_file = log_;
-    auto spec = nlohmann::json::parse(cdiSpecJson(pool_, a100Topology(), memlock));
+    NcclHookConfig no_nccl_hook;
+    no_nccl_hook.enabled = false;
+    auto spec = nlohmann::json::parse(cdiSpecJson(pool_, a100Topology(), memlock, no_nccl_hook));
     sandbox_.pointDeviceNodes(spec);
     std::filesystem::create_directories(PodmanSandbox::kCdiDir);
     std::ofstream(spec_path_) << spec.dump(2);

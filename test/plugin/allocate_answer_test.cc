@@ -75,7 +75,7 @@ std::vector<std::string> hostPaths(const ContainerAllocation& allocation) {
 
 TEST_F(AllocateAnswerTest, AnAnswerWritesItsNcclConfAgainWhenTheFileWentMissing) {
   StateWriter state(dir_.sub("state"));
-  PoolResourceManager manager(pool("example.com/shared"), false, state);
+  PoolResourceManager manager(pool("example.com/shared"), false, false, state);
   manager.update(health());
   auto first = manager.allocate({"0"});
   ASSERT_TRUE(first.ok()) << first.error().message;
@@ -94,7 +94,7 @@ TEST_F(AllocateAnswerTest, AnAnswerWritesItsNcclConfAgainWhenTheFileWentMissing)
 
 TEST_F(AllocateAnswerTest, AHealthUpdateChangesTheAnswers) {
   StateWriter state(dir_.sub("state"));
-  PoolResourceManager manager(pool("example.com/shared"), false, state);
+  PoolResourceManager manager(pool("example.com/shared"), false, false, state);
   manager.update(health());
   auto before = manager.allocate({"0"});
   ASSERT_TRUE(before.ok()) << before.error().message;
@@ -136,7 +136,7 @@ TEST_F(AllocateAnswerTest, AHealthUpdateChangesTheAnswers) {
 
 TEST_F(AllocateAnswerTest, ExclusiveAnswersFollowTheGrantedHcas) {
   StateWriter state(dir_.sub("state"));
-  PoolResourceManager manager(pool("example.com/hca"), false, state);
+  PoolResourceManager manager(pool("example.com/hca"), false, false, state);
   manager.update(health());
   const std::string one = pciAddress("mlx5_1"), two = pciAddress("mlx5_2");
   // Each asked twice, in between the others.

@@ -142,7 +142,7 @@ TEST(PluginConcurrency, StreamsAndAllocationsWhileHealthUpdates) {
   TempDir state_dir;
   StateWriter state(state_dir.path());
   ASSERT_TRUE(state.prepare().ok());
-  PoolResourceManager manager(exclusivePool(*topology), false, state);
+  PoolResourceManager manager(exclusivePool(*topology), false, false, state);
   const NodeHealthView well = sampleNodeHealth(*topology, node + "/sys", node + "/dev");
   manager.update(well);
   std::vector<std::string> ids;
@@ -207,7 +207,7 @@ TEST(PluginConcurrency, HealthWatcherThreadWhileIntervalsAndPortsChange) {
   copyHealthFiles(*topology, std::string(KUBE_RDMA_FIXTURES) + "/a100-roce", node);
   StateWriter state(tmp.path() + "/state");
   ASSERT_TRUE(state.prepare().ok());
-  PoolResourceManager manager(exclusivePool(*topology), false, state);
+  PoolResourceManager manager(exclusivePool(*topology), false, false, state);
   manager.update(sampleNodeHealth(*topology, node + "/sys", node + "/dev"));
   std::vector<std::string> ids;
   for (const auto& d : manager.devices().devices) {

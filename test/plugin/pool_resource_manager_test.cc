@@ -102,7 +102,7 @@ TEST(PoolResourceManager, RefusesUnknownAndUnhealthyIdsNamingThemAndForcesAResen
   TempDir dir;
   StateWriter state(dir.path());
   const NodePool exclusive = pool(PoolMode::kExclusive);
-  PoolResourceManager manager(exclusive, false, state);
+  PoolResourceManager manager(exclusive, false, false, state);
   manager.update(withPortState(allWell(), "mlx5_3", PortState::kDown));
   const uint64_t version = manager.devices().version;
   const std::string down = a100()->findDevice("mlx5_3")->pci_address;

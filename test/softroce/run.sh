@@ -61,8 +61,9 @@ def visit(path):
     if path not in order:
         order.append(path)
 # 9p over virtio for the root filesystem; rxe (its ICRC needs crc32) and rdma_ucm
-# (/dev/infiniband/rdma_cm); dummy netdevs.
-for name in ("virtio_pci", "9pnet_virtio", "9p", "crc32_generic", "rdma_rxe", "rdma_ucm", "dummy"):
+# (/dev/infiniband/rdma_cm); dummy netdevs; macvlan, ipvlan and VLAN children for pods' networks.
+for name in ("virtio_pci", "9pnet_virtio", "9p", "crc32_generic", "rdma_rxe", "rdma_ucm", "dummy",
+             "macvlan", "ipvlan", "8021q"):
     visit(by_name[name])
 for i, path in enumerate(order):
     shutil.copy(moddir + "/" + path, "%s/%02d-%s" % (out, i, path.rsplit("/", 1)[1]))

@@ -4,12 +4,14 @@
 // RDMA stack here instead of fixtures. Elsewhere every test skips: /sys would be the host's.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -573,6 +575,251 @@ TEST_F(SoftRoceVerbsOverlay, IbWriteBwMovesDataWithOnlyWhatAllocateGranted) {
       run(grantedTraffic(granted.device_nodes, device, std::to_string(unused)) + "; echo exit=$?");
   EXPECT_EQ(bad.find("exit=0"), std::string::npos) << bad;
   EXPECT_LT(averageBandwidth(bad), 0.0) << bad;
+}
+
+// RoCE through pods' own networks on the real kernel (docs/pod-networks.md): macvlan, ipvlan (L2)
+// and VLAN children of data0, each moved into a network namespace of its own and renamed net1 as
+// Multus does, with an address of the pod's. The kernel adds each pod's addresses to rxe1's GID
+// table (shared RDMA netns mode), and every namespace reads every entry. A pod ends by deleting
+// its namespace.
+class VmPod {
+public:
+  // kind: "macvlan", "ipvlan" or "vlan" (VLAN 100 of data0).
+  VmPod(std::string name, const std::string& kind, const std::string& ipv4,
+        const std::string& ipv6 = "")
+      : name_(std::move(name)) {
+    const std::string link = kind == "vlan"     ? "type vlan id 100"
+                             : kind == "ipvlan" ? "type ipvlan mode l2"
+                                                : "type macvlan mode bridge";
+    std::string script = "set -e; ip netns add " + name_ + "; ip link add link data0 name " +
+                         name_ + "0 " + link + "; ip link set " + name_ + "0 netns " + name_ +
+                         "; ip -n " + name_ + " link set " + name_ + "0 name net1; ip -n " + name_ +
+                         " link set lo up; ip -n " + name_ + " link set net1 up; ip -n " + name_ +
+                         " addr add " + ipv4 + "/24 dev net1";
+    if (!ipv6.empty()) {
+      script += "; ip -n " + name_ + " -6 addr add " + ipv6 + "/64 dev net1 nodad";
+    }
+    const std::string out = run("(" + script + ") 2>&1; echo rc=$?");
+    ok_ = out.find("rc=0") != std::string::npos;
+    EXPECT_TRUE(ok_) << out;
+  }
+  ~VmPod() { end(); }
+  VmPod(const VmPod&) = delete;
+  VmPod& operator=(const VmPod&) = delete;
+
+  void end() {
+    if (!name_.empty()) {
+      run("ip netns del " + name_ + " 2>&1");
+      name_.clear();
+    }
+  }
+  bool ok() const { return ok_; }
+  // `command` run in the pod's network namespace.
+  std::string in(const std::string& command) const {
+    return run("ip netns exec " + name_ + " " + command + " 2>&1");
+  }
+
+private:
+  std::string name_;
+  bool ok_ = false;
+};
+
+class SoftRocePodNetworks : public SoftRoceVm {
+protected:
+  void SetUp() override {
+    SoftRoceVm::SetUp();
+    if (IsSkipped()) {
+      return;
+    }
+    tmp_ = std::getenv("TMPDIR") != nullptr ? std::getenv("TMPDIR") : "/tmp";
+    // Containers granted rxe1 (as the default pool grants it on the host).
+    config_ = tmp_ + "/pod-networks.json";
+    std::ofstream(config_) << R"({"pools": [{"resourceName": "rdma/shared",)"
+                           << R"( "selector": {"deviceNames": ["rxe1"]}}]})";
+    config6_ = tmp_ + "/pod-networks-ipv6.json";
+    std::ofstream(config6_) << R"({"pools": [{"resourceName": "rdma/shared",)"
+                            << R"( "selector": {"deviceNames": ["rxe1"]},)"
+                            << R"( "nccl": {"addrFamily": "AF_INET6"}}]})";
+  }
+
+  // The rxe1 RoCE v2 entry holding `address` (dotted quad, or the kernel's IPv6 form), read by
+  // the host; nullopt when there is none.
+  static std::optional<uint32_t> v2IndexOf(const std::string& address) {
+    const NodeTopology topo = discoverFromSysfs(kRealRoots);
+    const RdmaDevice* rxe1 = topo.findDevice("rxe1");
+    if (rxe1 == nullptr) {
+      return std::nullopt;
+    }
+    for (const auto& g : rxe1->ports.at(0).gids) {
+      if (g.type == GidType::kRoceV2 && (g.ipv4 == address || g.gid == address)) {
+        return g.index;
+      }
+    }
+    return std::nullopt;
+  }
+
+  // Waits until the kernel has added (or removed) `address`'s GIDs.
+  static std::optional<uint32_t> waitForGid(const std::string& address, bool present = true) {
+    for (int i = 0; i < 600; ++i) {
+      const auto index = v2IndexOf(address);
+      if (index.has_value() == present) {
+        return index;
+      }
+      std::this_thread::sleep_for(milliseconds(100));
+    }
+    ADD_FAILURE() << address << (present ? " never" : " still") << " in rxe1's GID table";
+    return std::nullopt;
+  }
+
+  std::string ncclEnv(const VmPod* pod, const std::string& config) const {
+    const std::string command = std::string(RDMACTL_BINARY) + " nccl-env --config " + config;
+    return pod == nullptr ? run(command + " 2>&1") : pod->in(command);
+  }
+
+  static std::string indexLine(std::optional<uint32_t> index) {
+    return index ? "NCCL_IB_GID_INDEX=" + std::to_string(*index) + "\n" : "(none)";
+  }
+
+  std::string tmp_;
+  std::string config_;
+  std::string config6_;
+};
+
+TEST_F(SoftRocePodNetworks, EachNamespaceGetsItsOwnGidIndexWhateverItsChildKind) {
+  VmPod a("poda", "macvlan", "198.51.100.31");
+  VmPod b("podb", "macvlan", "198.51.100.32");
+  VmPod c("podc", "ipvlan", "198.51.100.33");
+  VmPod v("podv", "vlan", "203.0.113.41");
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok() && v.ok());
+  const auto host = waitForGid("198.51.100.20");
+  const auto ia = waitForGid("198.51.100.31");
+  const auto ib = waitForGid("198.51.100.32");
+  const auto ic = waitForGid("198.51.100.33");
+  const auto iv = waitForGid("203.0.113.41");
+  ASSERT_TRUE(host && ia && ib && ic && iv);
+  std::cout << "rxe1 RoCE v2 GIDs: host " << *host << ", macvlan pods " << *ia << " and " << *ib
+            << ", ipvlan " << *ic << ", VLAN " << *iv << "\n";
+  // Every pod's entry is named net1 by the kernel (its name in its own namespace).
+  const std::string table = run(std::string(RDMACTL_BINARY) + " gids rxe1");
+  EXPECT_GE(std::count(table.begin(), table.end(), '\n'), 10) << table;
+
+  EXPECT_NE(ncclEnv(nullptr, config_).find(indexLine(host)), std::string::npos)
+      << ncclEnv(nullptr, config_);
+  for (const auto& [pod, index] :
+       {std::pair{&a, ia}, std::pair{&b, ib}, std::pair{&c, ic}, std::pair{&v, iv}}) {
+    const std::string env = ncclEnv(pod, config_);
+    EXPECT_NE(env.find(indexLine(index)), std::string::npos) << env;
+  }
+  // rdmactl gids in a pod says which entries are its own.
+  const std::string gids = a.in(std::string(RDMACTL_BINARY) + " --json gids rxe1");
+  const auto rows = nlohmann::json::parse(gids, nullptr, false);
+  ASSERT_TRUE(rows.is_array()) << gids;
+  int own = 0;
+  for (const auto& row : rows) {
+    const bool mine = row["ipv4"] == "198.51.100.31";
+    EXPECT_EQ(row["netns"], mine ? "this" : "other") << row.dump();
+    own += mine ? 1 : 0;
+  }
+  EXPECT_EQ(own, 2); // RoCE v1 and v2
+}
+
+TEST_F(SoftRocePodNetworks, APfWithoutAnAddressGivesTheHostNoIndexAndEachPodItsOwn) {
+  ASSERT_EQ(std::system("ip addr del 198.51.100.20/24 dev data0"), 0);
+  VmPod a("podd", "macvlan", "198.51.100.34");
+  VmPod b("pode", "macvlan", "198.51.100.35");
+  const auto ia = waitForGid("198.51.100.34");
+  const auto ib = waitForGid("198.51.100.35");
+  waitForGid("198.51.100.20", false);
+  // The old rule handed every pod the first pod's GID; the host has none of its own now.
+  const std::string host = ncclEnv(nullptr, config_);
+  EXPECT_EQ(host.find("NCCL_IB_GID_INDEX="), std::string::npos) << host;
+  EXPECT_NE(ncclEnv(&a, config_).find(indexLine(ia)), std::string::npos) << ncclEnv(&a, config_);
+  EXPECT_NE(ncclEnv(&b, config_).find(indexLine(ib)), std::string::npos) << ncclEnv(&b, config_);
+  a.end();
+  b.end();
+  ASSERT_EQ(std::system("ip addr add 198.51.100.20/24 dev data0"), 0);
+  waitForGid("198.51.100.20");
+}
+
+TEST_F(SoftRocePodNetworks, AnEndedPodsSlotsGoToTheNextPodNeverToAnother) {
+  VmPod a("podf", "macvlan", "198.51.100.36");
+  VmPod b("podg", "macvlan", "198.51.100.37");
+  const auto ia = waitForGid("198.51.100.36");
+  const auto ib = waitForGid("198.51.100.37");
+  ASSERT_TRUE(ia && ib);
+  a.end();
+  waitForGid("198.51.100.36", false);
+  EXPECT_NE(ncclEnv(&b, config_).find(indexLine(ib)), std::string::npos) << ncclEnv(&b, config_);
+  VmPod c("podh", "macvlan", "198.51.100.38");
+  const auto ic = waitForGid("198.51.100.38");
+  ASSERT_TRUE(ic);
+  std::cout << "podf had " << *ia << ", podg " << *ib << "; after podf ended podh got " << *ic
+            << "\n";
+  EXPECT_NE(ncclEnv(&c, config_).find(indexLine(ic)), std::string::npos) << ncclEnv(&c, config_);
+  EXPECT_NE(ncclEnv(&b, config_).find(indexLine(ib)), std::string::npos) << ncclEnv(&b, config_);
+}
+
+TEST_F(SoftRocePodNetworks, Ipv6GidsOfThePodsOwn) {
+  VmPod a("podi", "macvlan", "198.51.100.39", "2001:db8::39");
+  const auto ia6 = waitForGid("2001:0db8:0000:0000:0000:0000:0000:0039");
+  const auto host6 = waitForGid("2001:0db8:0000:0000:0000:0000:0000:0020");
+  ASSERT_TRUE(ia6 && host6);
+  EXPECT_NE(ncclEnv(&a, config6_).find(indexLine(ia6)), std::string::npos) << ncclEnv(&a, config6_);
+  EXPECT_NE(ncclEnv(nullptr, config6_).find(indexLine(host6)), std::string::npos)
+      << ncclEnv(nullptr, config6_);
+}
+
+// kube-rdma-nccl-hook as runc runs it at createContainer, here by hand: in the pod's network
+// namespace and a mount namespace of its own, the node's nccl.conf (the host's rule, written by
+// rdmactl nccl-env on the host) bind-mounted over the container's /etc/nccl.conf.
+TEST_F(SoftRocePodNetworks, TheHookGivesEachContainerTheIndexOfItsOwnNamespace) {
+  VmPod a("podj", "macvlan", "198.51.100.40");
+  VmPod b("podk", "ipvlan", "198.51.100.41");
+  const auto ia = waitForGid("198.51.100.40");
+  const auto ib = waitForGid("198.51.100.41");
+  const auto host = waitForGid("198.51.100.20");
+  ASSERT_TRUE(ia && ib && host);
+  const std::string conf = tmp_ + "/nccl-node.conf";
+  std::ofstream(conf) << ncclEnv(nullptr, config_);
+  const std::string bundle = tmp_ + "/bundle";
+  std::filesystem::create_directories(bundle + "/rootfs/etc");
+  std::ofstream(bundle + "/rootfs/etc/nccl.conf") << "";
+  std::ofstream(bundle + "/config.json")
+      << R"({"root": {"path": "rootfs"}, "process": {"env": []},)"
+      << R"( "linux": {"namespaces": [{"type": "network"}]},)"
+      << R"( "mounts": [{"destination": "/etc/nccl.conf", "source": ")" << conf << R"("}]})";
+  std::ofstream(tmp_ + "/state.json")
+      << R"({"ociVersion": "1.1.0", "id": "c", "pid": 1, "bundle": ")" << bundle << R"("})";
+  const std::string target = bundle + "/rootfs/etc/nccl.conf";
+  const std::string hook = "unshare -m --propagation private sh -c 'mount --bind " + conf + " " +
+                           target + " && mount -o remount,bind,ro " + target + " && " +
+                           NCCL_HOOK_BINARY + " < " + tmp_ + "/state.json && cat " + target + "'";
+  EXPECT_NE(a.in(hook).find(indexLine(ia)), std::string::npos) << a.in(hook);
+  EXPECT_NE(b.in(hook).find(indexLine(ib)), std::string::npos) << b.in(hook);
+  // The node's own file keeps the host's index.
+  EXPECT_NE(readTestFile(conf).find(indexLine(host)), std::string::npos) << readTestFile(conf);
+}
+
+// Traffic between two pods, each with the GID index its namespace resolves to: the QP's source
+// GID is the pod's own macvlan address, whose namespace routes it.
+TEST_F(SoftRocePodNetworks, IbWriteBwBetweenTwoPodsWithTheirOwnIndexes) {
+  VmPod a("podl", "macvlan", "198.51.100.42");
+  VmPod b("podm", "macvlan", "198.51.100.43");
+  const auto ia = waitForGid("198.51.100.42");
+  const auto ib = waitForGid("198.51.100.43");
+  ASSERT_TRUE(ia && ib);
+  const std::string bw = "timeout 120 ib_write_bw -F -n 200 -p 18516 -d rxe1 -x ";
+  const std::string server = tmp_ + "/pod-server.out";
+  run("ip netns exec podl " + bw + std::to_string(*ia) + " >" + server + " 2>&1 &");
+  const std::string wait_listen = "i=0; until ip netns exec podl ss -ltn | grep -q ':18516 '; do "
+                                  "i=$((i+1)); [ $i -gt 300 ] && break; sleep 0.2; done";
+  run(wait_listen);
+  const std::string client = b.in(bw + std::to_string(*ib) + " 198.51.100.42; echo exit=$?");
+  run("sleep 1");
+  EXPECT_NE(client.find("exit=0"), std::string::npos) << client << "\n-- server:\n"
+                                                      << readTestFile(server);
+  std::cout << "ib_write_bw podm (GID " << *ib << ") -> podl (GID " << *ia
+            << "): " << averageBandwidth(client) << " MB/s average\n";
 }
 
 } // namespace
