@@ -214,28 +214,25 @@ Result<std::string> renderNcclConf(const NcclEnv& settings) {
   return out;
 }
 
-Result<NcclEnv> parseRenderedNcclConf(std::string_view text) {
-  NcclEnv settings;
-  std::set<std::string, std::less<>> seen;
-  size_t number = 0;
-  while (!text.empty()) {
-    const size_t nl = text.find('\n');
-    const std::string_view line = text.substr(0, nl);
-    text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
-    ++number;
+NcclEnv parseNcclConf(std::string_view text) {
+  NcclEnv out;
+  size_t start = 0;
+  while (start < text.size()) {
+    const size_t end = std::min(text.find('\n', start), text.size());
+    std::string_view line = text.substr(start, end - start);
+    start = end + 1;
+    line = line.substr(0, line.find('\0')); // C strings end at a NUL
+    if (!line.empty() && line.front() == '#') {
+      continue;
+    }
     const size_t eq = line.find('=');
-    const std::string_view name = line.substr(0, eq);
-    if (eq == std::string_view::npos || !isPortableEnvName(name)) {
-      return makeError("nccl.conf line " + std::to_string(number) + ": " + quoted(line) +
-                       " is not NAME=VALUE");
+    if (eq == std::string_view::npos || eq == 0) {
+      continue;
     }
-    if (!seen.emplace(name).second) {
-      return makeError("nccl.conf line " + std::to_string(number) + ": " + std::string(name) +
-                       " is given twice");
-    }
-    settings.emplace_back(std::string(name), std::string(line.substr(eq + 1)));
+    out.emplace_back(std::string(line.substr(0, std::min(eq, kNcclConfMaxLength))),
+                     std::string(line.substr(eq + 1, kNcclConfMaxLength)));
   }
-  return settings;
+  return out;
 }
 
 } // namespace kube_rdma

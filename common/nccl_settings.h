@@ -86,8 +86,12 @@ bool isPortableEnvName(std::string_view name);
 // first).
 Result<std::string> renderNcclConf(const NcclEnv& settings);
 
-// The inverse, for files renderNcclConf wrote: every line NAME=VALUE with a portable name, no name
-// twice. Errors name the line.
-Result<NcclEnv> parseRenderedNcclConf(std::string_view text);
+// nccl.conf read as NCCL 2.28 reads it: per line, a trailing '\n' removed, lines starting with
+// '#' skipped, lines without '=' or with an empty name skipped, the name everything before the
+// first '=' and the value everything after it, verbatim (no trimming, '\r' kept), each truncated
+// to 1023 bytes, a NUL ends the line. Every line is returned in order: NCCL applies them with
+// setenv(overwrite=0), so the first line for a name and any real environment value win.
+// test/common/libnccl_conf_test.cc checks this against the real library.
+NcclEnv parseNcclConf(std::string_view text);
 
 } // namespace kube_rdma

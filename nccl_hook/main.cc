@@ -216,16 +216,14 @@ void resolve(Logger& log, const Options& options, const OciState& state) {
     return;
   }
   auto conf_text = readAttribute(node_conf, kMaxConfigFileBytes);
-  auto node_settings =
-      conf_text ? parseRenderedNcclConf(*conf_text) : Result<NcclEnv>(conf_text.error());
-  if (!node_settings) {
+  if (!conf_text) {
     log.error("cannot read the node's nccl.conf, left as it is",
-              {{"container", state.id}, {"error", node_settings.error().message}});
+              {{"container", state.id}, {"error", conf_text.error().message}});
     return;
   }
   const NodeTopology topology = discoverFromSysfs({options.sysfs_root, options.proc_root},
                                                   {GidTables::kUntilSelected, {options.policy}});
-  auto resolved = resolveContainerNcclConf(*node_settings, topology, options.policy);
+  auto resolved = resolveContainerNcclConf(parseNcclConf(*conf_text), topology, options.policy);
   if (!resolved) {
     log.error("cannot resolve the container's GID index, nccl.conf left as the node wrote it",
               {{"container", state.id}, {"error", resolved.error().message}});

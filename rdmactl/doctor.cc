@@ -205,6 +205,69 @@ Check gidIndex(const NodeTopology& topo, const NcclEnv& env, const std::string& 
           "shows as v2 with an IPv4 address on every port"};
 }
 
+// The GID NCCL uses on each RoCE port NCCL_IB_HCA selects, as the environment and then nccl.conf
+// give them (NCCL's order), and whether it is this network namespace's own: the kernel lists
+// every pod's macvlan and ipvlan addresses on the parent's port (docs/pod-networks.md).
+std::optional<Check> gidNamespace(const NodeTopology& topo, const DoctorInput& in) {
+  const auto effective = [&](const std::string& name) {
+    const std::string* value = envValue(in.nccl_env, name);
+    return value != nullptr ? value : envValue(in.nccl_conf, name);
+  };
+  const std::string* hca = effective("NCCL_IB_HCA");
+  if (hca == nullptr) {
+    return std::nullopt;
+  }
+  const std::string* set = effective("NCCL_IB_GID_INDEX");
+  const auto list = parseNcclIbHca(*hca);
+  std::vector<std::string> own, foreign, foreign_with_own;
+  std::optional<uint32_t> own_index;
+  for (const auto& d : topo.devices) {
+    for (const auto& p : d.ports) {
+      if (!isRoce(p) || !p.active() || !matches(list, d.name, static_cast<int>(p.number))) {
+        continue;
+      }
+      const std::string port = d.name + ":" + std::to_string(p.number);
+      // NCCL 2.21+ picks by itself when no index is set (before 2.21: index 0).
+      const std::optional<uint32_t> used =
+          set != nullptr && !set->empty() ? parseWhole<uint32_t>(*set) : selectGidIndex(p, {});
+      const auto entry = std::find_if(p.gids.begin(), p.gids.end(),
+                                      [&](const GidEntry& g) { return used && g.index == *used; });
+      const auto mine = selectOwnGidIndex(p, {}, topo.addresses);
+      if (entry != p.gids.end() && gidInNamespace(*entry, topo.addresses)) {
+        own.push_back(port + " index " + std::to_string(*used));
+      } else if (mine) {
+        foreign_with_own.push_back(port + " uses " +
+                                   (used ? "index " + std::to_string(*used) : "no index") +
+                                   ", this namespace's own is " + std::to_string(*mine));
+        own_index = mine;
+      } else {
+        foreign.push_back(port);
+      }
+    }
+  }
+  if (own.empty() && foreign.empty() && foreign_with_own.empty()) {
+    return std::nullopt;
+  }
+  const std::string source =
+      set == nullptr ? "NCCL's own choice (NCCL_IB_GID_INDEX unset)" : "NCCL_IB_GID_INDEX=" + *set;
+  if (!foreign_with_own.empty()) {
+    return Check{"nccl-gid-namespace", Verdict::kFail,
+                 source + ": another namespace's GID (the host's or another pod's) on " +
+                     joinStrings(foreign_with_own, "; "),
+                 "use this namespace's own GID: NCCL_IB_GID_INDEX=" + std::to_string(*own_index) +
+                     ", or let kube-rdma-nccl-hook write it (the plugin's CDI mode, or DRA)"};
+  }
+  if (!foreign.empty()) {
+    return Check{"nccl-gid-namespace", Verdict::kOk,
+                 source + ": this namespace has no GID of its own on " +
+                     joinStrings(foreign, ", ") +
+                     " (a pod on the cluster network only): RoCE uses the host's addresses there",
+                 ""};
+  }
+  return Check{"nccl-gid-namespace", Verdict::kOk,
+               source + ": this namespace's own GID on " + joinStrings(own, ", "), ""};
+}
+
 Check socketIfname(const std::vector<std::string>& interfaces, const std::string& value) {
   const auto list = parseNcclSocketIfname(value);
   if (list.ignored) {
@@ -268,6 +331,9 @@ std::vector<Check> runDoctor(const DoctorInput& in) {
   }
   if (const auto* v = envValue(in.nccl_env, "NCCL_SOCKET_IFNAME")) {
     checks.push_back(socketIfname(in.interfaces, *v));
+  }
+  if (auto check = gidNamespace(topo, in)) {
+    checks.push_back(std::move(*check));
   }
   return checks;
 }

@@ -28,6 +28,7 @@ struct DoctorInput {
   std::set<std::string> uverbs_nodes; // names present under <dev_root>/infiniband
   ProcessFacts process;
   NcclEnv nccl_env;                    // the process's NCCL_* variables
+  NcclEnv nccl_conf;                   // /etc/nccl.conf's NAME=VALUE lines, which NCCL reads next
   std::vector<std::string> interfaces; // netdev names of the node
   // The node checks (common/node_checks.h) run when both are set.
   const PluginConfig* config = nullptr;
@@ -37,7 +38,8 @@ struct DoctorInput {
 // In this order: rdma-devices, ports-active, roce-gids, uverbs-nodes, the node checks (when
 // input.snapshot is set), memlock, dev-shm, then
 // nccl-env (always), and nccl-ib-disable, nccl-ib-hca, nccl-ib-gid-index, nccl-socket-ifname
-// when those variables are set.
+// when those variables are set, and nccl-gid-namespace when NCCL_IB_HCA (environment or nccl.conf)
+// names a RoCE port.
 std::vector<Check> runDoctor(const DoctorInput& input);
 
 bool anyFailed(const std::vector<Check>& checks);

@@ -164,6 +164,9 @@ int run(const RdmactlOptions& opts) {
     input.uverbs_nodes = snapshot.uverbs_nodes;
     input.process = readProcessFacts();
     input.nccl_env = ncclEnvironment();
+    // What NCCL reads after the environment; unreadable or absent: nothing.
+    const auto conf = readAttribute("/etc/nccl.conf", kMaxConfigFileBytes);
+    input.nccl_conf = conf ? parseNcclConf(*conf) : NcclEnv{};
     input.interfaces = listDirectory(opts.sysfs_root + "/class/net");
     std::sort(input.interfaces.begin(), input.interfaces.end());
     input.config = &*config;

@@ -72,17 +72,5 @@ TEST(ResolveContainerNcclConf, ErrorsNameTheEntry) {
             "NCCL_IB_HCA entry mlx5_1:2: no such port");
 }
 
-TEST(ParseRenderedNcclConf, ReadsWhatRenderWroteAndNamesBadLines) {
-  auto text = renderNcclConf(kNode);
-  ASSERT_TRUE(text.ok());
-  auto parsed = parseRenderedNcclConf(*text);
-  ASSERT_TRUE(parsed.ok()) << parsed.error().message;
-  EXPECT_EQ(*parsed, kNode);
-  EXPECT_EQ(parseRenderedNcclConf("A=1\n# comment\n").error().message,
-            "nccl.conf line 2: \"# comment\" is not NAME=VALUE");
-  EXPECT_EQ(parseRenderedNcclConf("A=1\nA=2\n").error().message,
-            "nccl.conf line 2: A is given twice");
-}
-
 } // namespace
 } // namespace kube_rdma

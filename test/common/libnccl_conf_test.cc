@@ -12,7 +12,6 @@
 #include "common/pools.h"
 #include "common/sysfs_discovery.h"
 #include "test/libnccl_run.h"
-#include "test/nccl_conf_reader.h"
 
 namespace kube_rdma {
 namespace {

@@ -1,5 +1,4 @@
 #include "common/nccl_settings.h"
-#include "test/nccl_conf_reader.h"
 
 #include <gtest/gtest.h>
 

@@ -11,7 +11,6 @@
 #include "dra/claim_store.h"
 #include "test/dra/dra_test_support.h"
 #include "test/plugin/temp_dir.h"
-#include "test/nccl_conf_reader.h"
 
 namespace kube_rdma {
 namespace {

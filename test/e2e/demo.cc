@@ -35,7 +35,6 @@
 #include "test/plugin/plugin_process.h"
 #include "test/plugin/temp_dir.h"
 #include "test/plugin/test_files.h"
-#include "test/nccl_conf_reader.h"
 
 namespace kube_rdma {
 namespace {

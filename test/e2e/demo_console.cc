@@ -8,7 +8,6 @@
 #include "test/e2e/demo_report.h"
 #include "test/libnccl_run.h"
 #include "test/plugin/test_files.h"
-#include "test/nccl_conf_reader.h"
 
 namespace kube_rdma {
 

@@ -18,7 +18,6 @@
 #include "pluginregistration/v1/api.grpc.pb.h"
 #include "test/plugin/test_files.h"
 #include "test/yaml_documents.h"
-#include "test/nccl_conf_reader.h"
 
 namespace kube_rdma {
 namespace {

@@ -7,7 +7,6 @@
 
 #include "common/nccl_settings.h"
 #include "test/fuzz/fuzz_check.h"
-#include "test/nccl_conf_reader.h"
 
 using namespace kube_rdma;
 

@@ -825,6 +825,26 @@ function memlockInstallerProblems(dra, plugin) {
   return problems;
 }
 
+// A Multus NetworkAttachmentDefinition (a CRD: no schema here): its spec.config is the CNI
+// network configuration, a JSON object, which Multus hands the plugin named in "type".
+function networkAttachmentProblems(obj) {
+  if (obj.apiVersion !== "k8s.cni.cncf.io/v1") return [`apiVersion ${obj.apiVersion}`];
+  let config;
+  try {
+    config = JSON.parse(obj.spec?.config ?? "");
+  } catch (e) {
+    return [`spec.config is not JSON: ${e.message}`];
+  }
+  const problems = [];
+  for (const key of ["cniVersion", "type"]) {
+    if (typeof config[key] !== "string" || !config[key]) problems.push(`spec.config has no ${key}`);
+  }
+  if (["macvlan", "ipvlan"].includes(config.type) && !config.master)
+    problems.push(`spec.config: a ${config.type} network needs the RoCE netdev as "master"`);
+  if (!config.ipam?.type) problems.push("spec.config has no ipam: the pod gets no address, no GID");
+  return problems;
+}
+
 // The claims of examples/dra: every request's class of this driver exists, every constraint
 // names requests of its own claim, every pod's claims exist beside it.
 function exampleClaimProblems(objects, deviceClasses) {
@@ -1864,6 +1884,10 @@ async function main() {
     }
     let pods = 0;
     for (const obj of objects) {
+      if (obj.kind === "NetworkAttachmentDefinition") {
+        problems.push(...networkAttachmentProblems(obj).map((p) => `${idOf(obj)}: ${p}`));
+        continue;
+      }
       const hasSchema = !!(await modelFor(obj.apiVersion ?? "", obj.kind ?? ""));
       if (hasSchema) problems.push(...(await validateObject(obj)).map((p) => `${idOf(obj)}: ${p}`));
       const made = podsOf(obj);

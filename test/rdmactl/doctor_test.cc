@@ -157,6 +157,46 @@ TEST(RdmactlDoctor, GidIndexMustPointAtARoutableV2Gid) {
   EXPECT_EQ(find(runDoctor(in), "nccl-ib-gid-index").verdict, Verdict::kOk);
 }
 
+// In a pod on a macvlan network: the roce-pod-network fixture seen from the pod's namespace.
+NodeTopology podView(const std::string& pod) {
+  const std::string base = std::string(KUBE_RDMA_FIXTURES) + "/roce-pod-network";
+  return discoverFromSysfs({base + "/sys", base + "/pods/" + pod + "/proc"});
+}
+
+TEST(RdmactlDoctor, SaysWhetherTheGidNcclUsesIsThePodsOwn) {
+  const NodeTopology pod_a = podView("podA");
+  DoctorInput in = healthy(pod_a);
+  in.nccl_env = {{"NCCL_IB_HCA", "=mlx5_1:1,mlx5_2:1"}};
+  // The host's index, from a node's nccl.conf the hook could not replace.
+  in.nccl_conf = {{"NCCL_IB_HCA", "=mlx5_9:1"}, {"NCCL_IB_GID_INDEX", "3"}};
+  Check c = find(runDoctor(in), "nccl-gid-namespace");
+  EXPECT_EQ(c.verdict, Verdict::kFail);
+  EXPECT_EQ(c.detail, "NCCL_IB_GID_INDEX=3: another namespace's GID (the host's or another pod's) "
+                      "on mlx5_1:1 uses index 3, this namespace's own is 7; mlx5_2:1 uses index 3, "
+                      "this namespace's own is 7");
+  EXPECT_NE(c.hint.find("NCCL_IB_GID_INDEX=7"), std::string::npos) << c.hint;
+
+  // NCCL's own choice (index unset) takes the host's lowest v2 entry, not the pod's.
+  in.nccl_conf.clear();
+  c = find(runDoctor(in), "nccl-gid-namespace");
+  EXPECT_EQ(c.verdict, Verdict::kFail) << c.detail;
+  EXPECT_NE(c.detail.find("NCCL's own choice"), std::string::npos) << c.detail;
+
+  in.nccl_conf = {{"NCCL_IB_GID_INDEX", "7"}};
+  c = find(runDoctor(in), "nccl-gid-namespace");
+  EXPECT_EQ(c.verdict, Verdict::kOk);
+  EXPECT_EQ(c.detail, "NCCL_IB_GID_INDEX=7: this namespace's own GID on mlx5_1:1 index 7, "
+                      "mlx5_2:1 index 7");
+
+  // A pod on the cluster network only has no GID of its own: the host's is what it can use.
+  const NodeTopology bridge = podView("podbridge");
+  DoctorInput veth = healthy(bridge);
+  veth.nccl_conf = {{"NCCL_IB_HCA", "=mlx5_1:1"}, {"NCCL_IB_GID_INDEX", "3"}};
+  c = find(runDoctor(veth), "nccl-gid-namespace");
+  EXPECT_EQ(c.verdict, Verdict::kOk);
+  EXPECT_NE(c.detail.find("no GID of its own on mlx5_1:1"), std::string::npos) << c.detail;
+}
+
 TEST(RdmactlDoctor, IbDisableAndSocketIfname) {
   const auto topo = fixture("a100-roce");
   auto in = healthy(topo);
