@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/json_depth.h"
+#include "common/log.h"
 
 namespace kube_rdma {
 namespace {
@@ -45,32 +46,8 @@ std::string stringMember(const nlohmann::json& object, const char* key) {
   return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
-} // namespace
-
-Result<OciState> parseOciState(std::string_view state_json) {
-  auto doc = parseObject(state_json, "the OCI state");
-  if (!doc) {
-    return doc.error();
-  }
-  const auto pid = doc->find("pid");
-  if (pid == doc->end()) {
-    return makeError("the OCI state has no pid");
-  }
-  if (!pid->is_number_integer()) {
-    return makeError(std::string("the OCI state's pid is of type ") + pid->type_name() +
-                     ", not an integer");
-  }
-  const int64_t value = pid->get<int64_t>(); // an unsigned above INT64_MAX comes out negative
-  if (value <= 0 || value > std::numeric_limits<pid_t>::max()) {
-    return makeError("the OCI state's pid " + pid->dump() + " is not a process ID");
-  }
-  OciState state;
-  state.pid = static_cast<pid_t>(value);
-  state.id = stringMember(*doc, "id");
-  state.bundle = stringMember(*doc, "bundle");
-  return state;
-}
-
+// All of stdin, which the runtime closes after writing the state. An error when it is larger than
+// 1 MiB or still open after 2 s (not run by a runtime).
 Result<std::string> readHookState() {
   const auto deadline = std::chrono::steady_clock::now() + kStdinTimeout;
   std::string text;
@@ -104,13 +81,62 @@ Result<std::string> readHookState() {
   }
 }
 
-void appendHookLog(const std::string& path, const std::string& line, const char* program) {
+} // namespace
+
+Result<OciState> parseOciState(std::string_view state_json) {
+  auto doc = parseObject(state_json, "the OCI state");
+  if (!doc) {
+    return doc.error();
+  }
+  const auto pid = doc->find("pid");
+  if (pid == doc->end()) {
+    return makeError("the OCI state has no pid");
+  }
+  if (!pid->is_number_integer()) {
+    return makeError(std::string("the OCI state's pid is of type ") + pid->type_name() +
+                     ", not an integer");
+  }
+  const int64_t value = pid->get<int64_t>(); // an unsigned above INT64_MAX comes out negative
+  if (value <= 0 || value > std::numeric_limits<pid_t>::max()) {
+    return makeError("the OCI state's pid " + pid->dump() + " is not a process ID");
+  }
+  OciState state;
+  state.pid = static_cast<pid_t>(value);
+  state.id = stringMember(*doc, "id");
+  state.bundle = stringMember(*doc, "bundle");
+  return state;
+}
+
+std::optional<OciState> readHookInput(Logger& log, const std::string& problem,
+                                      const std::string& unchanged) {
+  if (!problem.empty()) {
+    log.error("bad argument, " + unchanged, {{"error", problem}});
+    return std::nullopt;
+  }
+  auto text = readHookState();
+  if (!text) {
+    log.error("no OCI state, " + unchanged, {{"error", text.error().message}});
+    return std::nullopt;
+  }
+  auto state = parseOciState(*text);
+  if (!state) {
+    log.error("bad OCI state, " + unchanged, {{"error", state.error().message}});
+    return std::nullopt;
+  }
+  return std::move(*state);
+}
+
+void reportHookRun(const std::string& text, const std::string& path, const char* program) {
+  (void)!write(STDERR_FILENO, text.data(), text.size());
+  if (path.empty()) {
+    return;
+  }
   struct stat st {};
   if (stat(path.c_str(), &st) == 0 && st.st_size >= kMaxLogBytes) {
     std::rename(path.c_str(), (path + ".1").c_str());
   }
   const int fd = open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0 || write(fd, line.data(), line.size()) != static_cast<ssize_t>(line.size())) {
+  if (fd < 0 || write(fd, text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
     const std::string message =
         std::string(program) + ": cannot write " + path + ": " + std::strerror(errno) + "\n";
     (void)!write(STDERR_FILENO, message.data(), message.size());

@@ -26,14 +26,19 @@ struct OciState {
 // Never throws, whatever the text.
 Result<OciState> parseOciState(std::string_view state_json);
 
-// All of stdin, which the runtime closes after writing the state. An error when it is larger than
-// 1 MiB or still open after 2 s (not run by a runtime).
-Result<std::string> readHookState();
+class Logger;
 
-// Appends `line` to the log file at `path`, first moving a file of 1 MiB or more to PATH.1. Hooks
-// of containers starting together append at once: each line is one write() of O_APPEND. A failure
-// is reported on stderr, prefixed with `program`.
-void appendHookLog(const std::string& path, const std::string& line, const char* program);
+// The state a hook acts on, or nullopt after logging why there is none: a bad argument
+// (`problem` not empty), no state on stdin, or a bad one. Each message ends in `unchanged`
+// ("memlock left alone"), what the container keeps.
+std::optional<OciState> readHookInput(Logger& log, const std::string& problem,
+                                      const std::string& unchanged);
+
+// A hook's log `text`, on stderr (which runc drops when the hook succeeds) and appended to the
+// log file at `path` unless it is empty, first moving a file of 1 MiB or more to PATH.1. Hooks of
+// containers starting together append at once: each run is one write() of O_APPEND. A failure to
+// write it is reported on stderr, prefixed with `program`.
+void reportHookRun(const std::string& text, const std::string& path, const char* program);
 
 // What kube-rdma-nccl-hook needs of the container's OCI spec (the bundle's config.json).
 struct ContainerSpec {

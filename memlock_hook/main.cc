@@ -126,22 +126,13 @@ void run(int argc, char** argv) {
   }
   std::ostringstream line;
   Logger log(line);
-  if (!options.problem.empty()) {
-    log.error("bad argument, memlock left alone", {{"error", options.problem}});
-  } else if (auto text = readHookState(); !text.ok()) {
-    log.error("no OCI state, memlock left alone", {{"error", text.error().message}});
-  } else if (auto state = parseOciState(*text); !state.ok()) {
-    log.error("bad OCI state, memlock left alone", {{"error", state.error().message}});
-  } else if (options.limit.mode == MemlockLimit::Mode::kOff) {
+  const auto state = readHookInput(log, options.problem, "memlock left alone");
+  if (state && options.limit.mode == MemlockLimit::Mode::kOff) {
     log.info("memlock off, left alone", {{"container", state->id}});
-  } else {
+  } else if (state) {
     raiseMemlock(log, *state, options.limit);
   }
-  const std::string text = line.str();
-  (void)!write(STDERR_FILENO, text.data(), text.size());
-  if (!options.log_file.empty()) {
-    appendHookLog(options.log_file, text, "kube-rdma-memlock-hook");
-  }
+  reportHookRun(line.str(), options.log_file, "kube-rdma-memlock-hook");
 }
 
 } // namespace

@@ -259,25 +259,14 @@ void run(int argc, char** argv) {
   }
   std::ostringstream line;
   Logger log(line);
-  if (!options.problem.empty()) {
-    log.error("bad argument, nccl.conf left as the node wrote it", {{"error", options.problem}});
-  } else if (auto text = readHookState(); !text.ok()) {
-    log.error("no OCI state, nccl.conf left as the node wrote it",
-              {{"error", text.error().message}});
-  } else if (auto state = parseOciState(*text); !state.ok()) {
-    log.error("bad OCI state, nccl.conf left as the node wrote it",
-              {{"error", state.error().message}});
-  } else if (state->bundle.empty()) {
+  const auto state = readHookInput(log, options.problem, "nccl.conf left as the node wrote it");
+  if (state && state->bundle.empty()) {
     log.error("the OCI state has no bundle, nccl.conf left as the node wrote it",
               {{"container", state->id}});
-  } else {
+  } else if (state) {
     resolve(log, options, *state);
   }
-  const std::string text = line.str();
-  (void)!write(STDERR_FILENO, text.data(), text.size());
-  if (!options.log_file.empty()) {
-    appendHookLog(options.log_file, text, kProgram);
-  }
+  reportHookRun(line.str(), options.log_file, kProgram);
 }
 
 // Past the deadline the container starts with the node's nccl.conf, untouched (the bind mount
