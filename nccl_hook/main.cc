@@ -27,6 +27,7 @@
 #include "common/container_nccl.h"
 #include "common/gid_selection.h"
 #include "common/log.h"
+#include "common/netns_links.h"
 #include "common/oci_hook.h"
 #include "common/strings.h"
 #include "common/sysfs_attributes.h"
@@ -204,6 +205,13 @@ void resolve(Logger& log, const Options& options, const OciState& state) {
     log.info("NCCL_IB_GID_INDEX is set in the container's environment, which NCCL prefers to "
              "nccl.conf: left alone",
              {{"container", state.id}, {"value", *set}});
+    return;
+  }
+  // The common case, a pod on the cluster network alone, without reading a GID table.
+  if (auto links = listNetnsLinks(); links && !mayHoldGids(*links)) {
+    log.info("only loopback and veth interfaces, no GID of the container's own: the node's NCCL "
+             "settings stay",
+             {{"container", state.id}, {"outcome", toString(GidChoice::Outcome::kNoOwnGid)}});
     return;
   }
   std::string node_conf;

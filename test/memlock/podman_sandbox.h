@@ -99,9 +99,9 @@ private:
   TempDir tmp_;
 };
 
-// A network namespace standing in for a pod's after CNI: lo and "net1" (a macvlan's name in a
-// Multus pod; here one end of a veth pair, since the kernels we run on may lack the dummy driver)
-// with `addresses` ("198.51.100.31/24"), deleted at scope exit. Podman joins it with
+// A network namespace standing in for a pod's after CNI: lo and "net1", a macvlan as Multus names
+// it (on one end of a veth pair here, since the kernels we run on may lack the dummy driver), with
+// `addresses` ("198.51.100.31/24"), deleted at scope exit. Podman joins it with
 // --network podmanNetwork().
 class PodNetns {
 public:
@@ -109,8 +109,10 @@ public:
       : name_(name + "-" + std::to_string(getpid())) {
     std::string script = "ip netns add " + name_ + " && ip -n " + name_ +
                          " link set lo up && ip -n " + name_ +
-                         " link add net1 type veth peer name net1-peer && ip -n " + name_ +
-                         " link set net1-peer up && ip -n " + name_ + " link set net1 up";
+                         " link add lower0 type veth peer name lower1 && ip -n " + name_ +
+                         " link set lower0 up && ip -n " + name_ +
+                         " link add link lower0 name net1 type macvlan mode bridge && ip -n " +
+                         name_ + " link set net1 up";
     for (const auto& address : addresses) {
       script += " && ip -n " + name_ + " addr add " + address + " dev net1";
     }

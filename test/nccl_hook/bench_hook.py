@@ -4,8 +4,9 @@ run, alternating (BENCHMARKS.md, "Per-container GID index"). Needs root, podman,
 unshare, and a build tree with the hook and the fixtures.
 
 1. The hook alone, as runc runs it (a mount namespace of its own, the OCI state on stdin), against
-   the same `unshare -m` running /bin/true: on the A100 fixture for a pod on the cluster network
-   only (no GID of its own: every port's whole table is read, the common case), and on the
+   the same `unshare -m -n` running /bin/true: on the A100 fixture for a pod on the cluster
+   network only (its interfaces are a veth: no table is read, the common case), for a pod with a
+   macvlan but no GID of its own there (every table read whole, the worst case), and on the
    roce-pod-network fixture for a macvlan pod (its own GID found, the file bind-mounted).
 2. Whole containers under podman with runc, alternating: a plain busybox container (no RDMA), the
    same with the pool's CDI device and nccl.conf mount but the hook left out of the spec, and with
@@ -50,29 +51,38 @@ def write(path, text):
         f.write(text)
 
 
-def hook_case(tmp, hook, fixture, pod_proc, node_conf):
-    """A bundle whose config.json mounts node_conf at /etc/nccl.conf, in a pod's namespace; the
-    shell command that runs the hook there as runc would, and the reference command."""
-    bundle = os.path.join(tmp, os.path.basename(fixture) + "-bundle")
-    conf = os.path.join(tmp, os.path.basename(fixture) + "-state", "nccl-node.conf")
+VETH_ONLY = "ip link add eth0 type veth peer name veth1"
+MACVLAN = ("ip link add veth0 type veth peer name veth1 && "
+           "ip link add link veth0 name net1 type macvlan mode bridge")
+
+
+def hook_case(tmp, name, hook, fixture, pod_proc, node_conf, links):
+    """A bundle whose config.json mounts node_conf at /etc/nccl.conf, in a network namespace with
+    `links` and a pod's addresses (pod_proc); the shell command that runs the hook there as runc
+    would, and the reference command."""
+    bundle = os.path.join(tmp, name + "-bundle")
+    conf = os.path.join(tmp, name + "-state", "nccl-node.conf")
     write(conf, node_conf)
     write(os.path.join(bundle, "rootfs", "etc", "nccl.conf"), "")
     write(os.path.join(bundle, "config.json"), json.dumps({
         "root": {"path": "rootfs"}, "process": {"env": []},
         "linux": {"namespaces": [{"type": "network"}]},
         "mounts": [{"destination": "/etc/nccl.conf", "source": conf}]}))
-    state = os.path.join(tmp, os.path.basename(fixture) + "-state.json")
+    state = os.path.join(tmp, name + "-state.json")
     write(state, json.dumps({"ociVersion": "1.1.0", "id": "bench", "pid": 1, "bundle": bundle}))
     target = os.path.join(bundle, "rootfs", "etc", "nccl.conf")
-    setup = f"mount --bind {conf} {target} && mount -o remount,bind,ro {target}"
+    setup = f"{links} && mount --bind {conf} {target} && mount -o remount,bind,ro {target}"
     # Timed from inside the namespace, so that unshare and the bind mount count for neither: the
     # child's fork, exec and run, with the OCI state on its stdin.
-    probe = ("python3 -c 'import subprocess,sys,time;t=time.perf_counter();"
-             "subprocess.run(sys.argv[2:],stdin=open(sys.argv[1]),check=True);"
-             "print(time.perf_counter()-t)' " + state)
-    hook_cmd = (f"unshare -m --propagation private sh -c '{setup} && {probe} {hook} "
+    probe = os.path.join(tmp, "probe.py")
+    write(probe, "import subprocess, sys, time\n"
+                 "start = time.perf_counter()\n"
+                 "subprocess.run(sys.argv[2:], stdin=open(sys.argv[1]), check=True)\n"
+                 "print(time.perf_counter() - start)\n")
+    timed_run = f"python3 {probe} {state}"
+    hook_cmd = (f"unshare -m -n --propagation private sh -c '{setup} && {timed_run} {hook} "
                 f"--sysfs-root={fixture}/sys --proc-root={pod_proc}'")
-    true_cmd = f"unshare -m --propagation private sh -c '{setup} && {probe} true'"
+    true_cmd = f"unshare -m -n --propagation private sh -c '{setup} && {timed_run} true'"
     return hook_cmd, true_cmd
 
 
@@ -88,12 +98,16 @@ def bench_hook(build, runs, tmp):
     pods = os.path.join(fixtures, "roce-pod-network")
     a100_conf = ("NCCL_IB_HCA==" + ",".join(f"mlx5_{i}:1" for i in range(1, 9)) +
                  "\nNCCL_IB_DISABLE=0\nNCCL_IB_GID_INDEX=3\nNCCL_SOCKET_IFNAME==eth0\n")
+    bridge = os.path.join(pods, "pods", "podbridge", "proc")
     cases = {
-        "A100, 8 ports, pod on the cluster network only (whole tables read, node's file kept)":
-            hook_case(tmp, hook, a100, os.path.join(pods, "pods", "podbridge", "proc"), a100_conf),
+        "A100, 8 ports, pod on the cluster network only (its veth says so: no table read)":
+            hook_case(tmp, "veth", hook, a100, bridge, a100_conf, VETH_ONLY),
+        "A100, 8 ports, no GID of the pod's own behind a macvlan (every table read whole)":
+            hook_case(tmp, "scan", hook, a100, bridge, a100_conf, MACVLAN),
         "roce-pod-network, 2 ports, macvlan pod (own GID 7, file bind-mounted)":
-            hook_case(tmp, hook, pods, os.path.join(pods, "pods", "podA", "proc"),
-                      "NCCL_IB_HCA==mlx5_1:1,mlx5_2:1\nNCCL_IB_DISABLE=0\nNCCL_IB_GID_INDEX=3\n"),
+            hook_case(tmp, "own", hook, pods, os.path.join(pods, "pods", "podA", "proc"),
+                      "NCCL_IB_HCA==mlx5_1:1,mlx5_2:1\nNCCL_IB_DISABLE=0\nNCCL_IB_GID_INDEX=3\n",
+                      MACVLAN),
     }
     rows = []
     for name, (hook_cmd, true_cmd) in cases.items():
@@ -116,9 +130,15 @@ def bench_containers(build, count, tmp):
     os.symlink("busybox", os.path.join(rootfs, "bin", "true"))
     conf = os.path.join(tmp, "state", "nccl-node.conf")
     write(conf, "NCCL_IB_HCA==mlx5_1:1,mlx5_2:1\nNCCL_IB_DISABLE=0\nNCCL_IB_GID_INDEX=3\n")
+    # The device nodes, made here (no RDMA card): rdma_cm, and mlx5_1's uverbs node as the
+    # fixture numbers it.
     rdma_cm = os.path.join(tmp, "dev", "rdma_cm")
+    uverbs = os.path.join(tmp, "dev", "uverbs1")
     os.makedirs(os.path.dirname(rdma_cm))
     subprocess.run(["mknod", "-m", "666", rdma_cm, "c", "10", "58"], check=True)
+    major, minor = open(os.path.join(fixture, "sys", "class", "infiniband_verbs", "uverbs1",
+                                     "dev")).read().strip().split(":")
+    subprocess.run(["mknod", "-m", "666", uverbs, "c", major, minor], check=True)
     kind = f"kube-rdma.io/bench_{os.getpid()}"
     hook_entry = {"hookName": "createContainer", "path": hook,
                   "args": ["kube-rdma-nccl-hook", "--container-path=/etc/nccl.conf",
@@ -127,7 +147,9 @@ def bench_containers(build, count, tmp):
     specs = {}
     for name, hooks in (("nohook", []), ("hook", [hook_entry])):
         spec = {"cdiVersion": "0.5.0", "kind": f"{kind}{name}",
-                "devices": [{"name": "mlx5_1", "containerEdits": {}}],
+                "devices": [{"name": "mlx5_1", "containerEdits": {"deviceNodes": [
+                    {"path": "/dev/infiniband/uverbs1", "hostPath": uverbs,
+                     "permissions": "rw"}]}}],
                 "containerEdits": {"env": ["KUBE_RDMA_CDI=1"],
                                    "deviceNodes": [{"path": "/dev/infiniband/rdma_cm",
                                                     "hostPath": rdma_cm, "permissions": "rw"}],
@@ -138,18 +160,22 @@ def bench_containers(build, count, tmp):
         specs[name] = path
     netns = f"krdma-bench-{os.getpid()}"
     subprocess.run(f"ip netns add {netns} && ip -n {netns} link set lo up && "
-                   f"ip -n {netns} link add net1 type veth peer name net1-peer && "
-                   f"ip -n {netns} link set net1 up && ip -n {netns} link set net1-peer up && "
+                   f"ip -n {netns} link add lower0 type veth peer name lower1 && "
+                   f"ip -n {netns} link set lower0 up && "
+                   f"ip -n {netns} link add link lower0 name net1 type macvlan mode bridge && "
+                   f"ip -n {netns} link set net1 up && "
                    f"ip -n {netns} addr add 198.51.100.31/24 dev net1 && "
                    f"ip -n {netns} addr add 198.51.101.31/24 dev net1", shell=True, check=True)
-    base = ("podman run --rm --runtime runc --network ns:/var/run/netns/" + netns +
-            " --rootfs " + rootfs)
+    # nofile and nproc below podman's defaults, which root without CAP_SYS_RESOURCE may not set.
+    base = ("podman run --rm --runtime runc --ulimit nofile=1024:1024 --ulimit nproc=1024:1024"
+            " --network ns:/var/run/netns/" + netns)
+    run = f" --rootfs {rootfs} /bin/true"  # the root filesystem is podman's positional argument
     commands = {
-        "plain container (no RDMA)": base + " /bin/true",
+        "plain container (no RDMA)": base + run,
         "RDMA container, CDI device and nccl.conf mount, no hook":
-            base + f" -v {conf}:/etc/nccl.conf:ro --device {kind}nohook=mlx5_1 /bin/true",
+            base + f" -v {conf}:/etc/nccl.conf:ro --device {kind}nohook=mlx5_1" + run,
         "RDMA container with kube-rdma-nccl-hook (own GID 7, file bind-mounted)":
-            base + f" -v {conf}:/etc/nccl.conf:ro --device {kind}hook=mlx5_1 /bin/true",
+            base + f" -v {conf}:/etc/nccl.conf:ro --device {kind}hook=mlx5_1" + run,
     }
     try:
         for command in commands.values():  # warm podman's storage and caches

@@ -1,9 +1,10 @@
 // kube-rdma-nccl-hook as a runtime runs it at createContainer: the OCI state on stdin, a bundle
 // whose config.json names the node's nccl.conf bind-mounted read-only over the container's
-// /etc/nccl.conf, in a mount namespace of its own (unshare -m, so nothing reaches the host's), the
-// GID tables of the roce-pod-network fixture and a pod's namespace addresses from the fixture's
-// pods/<pod>/proc. The container's file is read back in the same namespace. Skips without root
-// or unshare.
+// /etc/nccl.conf, in a mount and a network namespace of its own (unshare -m -n, so nothing reaches
+// the host's) holding a macvlan (or, for a pod on the cluster network alone, only a veth), the GID
+// tables of the roce-pod-network fixture and a pod's namespace addresses from the fixture's
+// pods/<pod>/proc. The container's file is read back in the same namespace. Skips without root,
+// unshare or the kernel's macvlan.
 
 #include <unistd.h>
 
@@ -21,6 +22,11 @@ namespace kube_rdma {
 namespace {
 
 const std::string kFixture = std::string(KUBE_RDMA_FIXTURES) + "/roce-pod-network";
+// The interfaces of the container's namespace: a pod on a macvlan secondary network, or on the
+// cluster network's veth alone.
+constexpr const char* kMacvlan = "ip link add veth0 type veth peer name veth1 && "
+                                 "ip link add link veth0 name net1 type macvlan mode bridge";
+constexpr const char* kVethOnly = "ip link add eth0 type veth peer name veth1";
 // What the device plugin writes for a container granted mlx5_1 and mlx5_2 (host rule: index 3).
 constexpr const char* kNodeConf = "NCCL_IB_HCA==mlx5_1:1,mlx5_2:1\n"
                                   "NCCL_IB_DISABLE=0\n"
@@ -57,8 +63,9 @@ protected:
     if (geteuid() != 0) {
       GTEST_SKIP() << "needs root for a mount namespace (unshare -m)";
     }
-    if (runShell("unshare -m true 2>/dev/null").exit_code != 0) {
-      GTEST_SKIP() << "unshare -m does not work here";
+    if (runShell("unshare -m -n sh -c '" + std::string(kMacvlan) + "' 2>/dev/null").exit_code !=
+        0) {
+      GTEST_SKIP() << "unshare -m -n or a macvlan does not work here";
     }
     std::filesystem::create_directories(state_dir_);
     std::filesystem::create_directories(rootfs_ + "/etc");
@@ -90,12 +97,13 @@ protected:
 
   // Runs the hook as `pod` (its namespace's addresses) and returns the container's nccl.conf as
   // the container would see it.
-  ShellResult run(const std::string& pod, const std::string& extra = "") {
+  ShellResult run(const std::string& pod, const std::string& extra = "",
+                  const char* links = kMacvlan) {
     writeTestFile(tmp_.path() + "/state.json", R"({"ociVersion":"1.1.0","id":"ctr-)" + pod +
                                                    R"(","status":"creating","pid":1,"bundle":")" +
                                                    bundle_ + "\"}");
     const std::string target = rootfs_ + "/etc/nccl.conf";
-    std::string script;
+    std::string script = std::string(links) + " && ";
     if (mount_conf_) {
       script += "mount --bind " + conf_ + " " + target + " && mount -o remount,bind,ro " + target +
                 " && ";
@@ -104,7 +112,7 @@ protected:
               "/sys --proc-root=" + kFixture + "/pods/" + pod + "/proc --log-file=" + log_ + " " +
               extra + " < " + tmp_.path() + "/state.json 2>/dev/null; echo \"exit $?\"; cat " +
               target + "; touch " + target + " 2>/dev/null && echo WRITABLE";
-    return runShell("unshare -m --propagation private sh -c '" + script + "'");
+    return runShell("unshare -m -n --propagation private sh -c '" + script + "'");
   }
   std::string log() const { return readTestFile(log_); }
   // Files the hook left beside the node's nccl.conf (it must leave none).
@@ -163,8 +171,15 @@ TEST_F(NcclHookBinary, PortsThatDisagreeKeepTheNodesSettingsAndSaySo) {
       << log();
 }
 
-TEST_F(NcclHookBinary, AVethOnlyPodKeepsTheHostsIndex) {
+TEST_F(NcclHookBinary, AVethOnlyPodKeepsTheHostsIndexWithoutReadingATable) {
   writeBundle({});
+  // Its interfaces say it at once: loopback and a veth hold no GID.
+  EXPECT_EQ(run("podbridge", "", kVethOnly).output, withIndex("3")) << log();
+  EXPECT_NE(log().find("only loopback and veth interfaces, no GID of the container's own: the "
+                       "node's NCCL settings stay\" container=ctr-podbridge outcome=no-own-gid"),
+            std::string::npos)
+      << log();
+  // Even where its interfaces do not say so, its addresses are in no table.
   EXPECT_EQ(run("podbridge").output, withIndex("3")) << log();
   EXPECT_NE(log().find("outcome=no-own-gid ports=\"mlx5_1:1=none,mlx5_2:1=none\""),
             std::string::npos)
