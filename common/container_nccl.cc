@@ -5,20 +5,38 @@
 
 namespace kube_rdma {
 
+namespace {
+
+const std::string* ibHcaOf(const NcclEnv& node_conf) {
+  const auto hca = std::find_if(node_conf.begin(), node_conf.end(),
+                                [](const auto& setting) { return setting.first == "NCCL_IB_HCA"; });
+  return hca == node_conf.end() ? nullptr : &hca->second;
+}
+
+} // namespace
+
+std::vector<std::pair<std::string, uint32_t>> hcaPortsOf(const NcclEnv& node_conf) {
+  std::vector<std::pair<std::string, uint32_t>> ports;
+  if (const std::string* hca = ibHcaOf(node_conf)) {
+    for (const auto& entry : parseNcclIbHca(*hca).entries) {
+      if (entry.port >= 0) {
+        ports.emplace_back(entry.name, static_cast<uint32_t>(entry.port));
+      }
+    }
+  }
+  return ports;
+}
+
 Result<ContainerNcclConf> resolveContainerNcclConf(const NcclEnv& node_conf,
                                                    const NodeTopology& topology,
                                                    const GidSelectionPolicy& policy) {
-  const auto named = [&](const char* name) {
-    return std::find_if(node_conf.begin(), node_conf.end(),
-                        [&](const auto& setting) { return setting.first == name; });
-  };
-  const auto hca = named("NCCL_IB_HCA");
-  if (hca == node_conf.end()) {
+  const std::string* hca = ibHcaOf(node_conf);
+  if (hca == nullptr) {
     return makeError("the node's nccl.conf has no NCCL_IB_HCA");
   }
   ContainerNcclConf out;
   std::vector<const Port*> ports;
-  for (const auto& entry : parseNcclIbHca(hca->second).entries) {
+  for (const auto& entry : parseNcclIbHca(*hca).entries) {
     const RdmaDevice* device = topology.findDevice(entry.name);
     const Port* port = nullptr;
     if (device != nullptr) {

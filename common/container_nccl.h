@@ -1,5 +1,8 @@
 #pragma once
 
+#include <cstdint>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "common/device_model.h"
@@ -28,6 +31,10 @@ struct ContainerNcclConf {
 // NCCL_IB_DISABLE when the node had none); otherwise the node's settings stay as they are and
 // `choice` says why (ports disagree, no GID of the namespace). Errors: no NCCL_IB_HCA, an entry
 // that is not "dev:port", a port the topology does not have.
+// The "dev:port" entries of the node's NCCL_IB_HCA, the ports to read (discoverPorts); none when
+// it has no NCCL_IB_HCA. Entries without a port are left out (resolveContainerNcclConf says so).
+std::vector<std::pair<std::string, uint32_t>> hcaPortsOf(const NcclEnv& node_conf);
+
 Result<ContainerNcclConf> resolveContainerNcclConf(const NcclEnv& node_conf,
                                                    const NodeTopology& topology,
                                                    const GidSelectionPolicy& policy);

@@ -510,6 +510,36 @@ NodeTopology discoverFromSysfs(const DiscoveryRoots& roots, const GidScan& scan)
   return topo;
 }
 
+NodeTopology discoverPorts(const DiscoveryRoots& roots,
+                           const std::vector<std::pair<std::string, uint32_t>>& ports,
+                           const GidScan& scan) {
+  NodeTopology topo;
+  topo.source = "sysfs";
+  if (auto addresses = readNamespaceAddresses(roots.proc_root)) {
+    topo.addresses = std::move(*addresses);
+  } else {
+    topo.warnings.push_back({roots.proc_root + "/net/fib_trie", addresses.error().message});
+  }
+  DirFd klass(roots.sysfs_root + "/class/infiniband");
+  for (const auto& [name, number] : ports) {
+    const std::string rel = "class/infiniband/" + name + "/ports";
+    DirFd device_ports(klass.get(), name + "/ports");
+    if (!device_ports.ok() ||
+        ::faccessat(device_ports.get(), std::to_string(number).c_str(), F_OK, 0) != 0) {
+      topo.warnings.push_back({rel + "/" + std::to_string(number), "no such port"});
+      continue;
+    }
+    if (topo.devices.empty() || topo.devices.back().name != name) {
+      topo.devices.push_back(RdmaDevice{});
+      topo.devices.back().name = name;
+    }
+    topo.devices.back().ports.push_back(readPort(device_ports.get(),
+                                                 rel + "/" + std::to_string(number), number, scan,
+                                                 topo.addresses, topo.warnings));
+  }
+  return topo;
+}
+
 std::set<std::string> listRdmaDeviceNames(const std::string& sysfs_root) {
   auto names = listDirectory(sysfs_root + "/class/infiniband");
   return {names.begin(), names.end()};

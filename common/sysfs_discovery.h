@@ -45,6 +45,14 @@ struct GidScan {
 };
 NodeTopology discoverFromSysfs(const DiscoveryRoots& roots, const GidScan& scan = {});
 
+// Only the named ports, as discoverFromSysfs reads them (state, link layer, rate, GID table by
+// `scan`; not their netdev), with the namespace's addresses from roots.proc_root: for a caller
+// that needs a few ports' GIDs and nothing else of the node (kube-rdma-nccl-hook, at every
+// container's creation). A device or port that cannot be read is left out with a warning.
+NodeTopology discoverPorts(const DiscoveryRoots& roots,
+                           const std::vector<std::pair<std::string, uint32_t>>& ports,
+                           const GidScan& scan);
+
 // The health path: one port's state as it is now.
 struct PortStateSample {
   std::string device;

@@ -229,9 +229,12 @@ void resolve(Logger& log, const Options& options, const OciState& state) {
               {{"container", state.id}, {"error", conf_text.error().message}});
     return;
   }
-  const NodeTopology topology = discoverFromSysfs({options.sysfs_root, options.proc_root},
-                                                  {GidTables::kUntilSelected, {options.policy}});
-  auto resolved = resolveContainerNcclConf(parseNcclConf(*conf_text), topology, options.policy);
+  const NcclEnv node_settings = parseNcclConf(*conf_text);
+  // Only the granted ports, each table read up to the container's own entry.
+  const NodeTopology topology =
+      discoverPorts({options.sysfs_root, options.proc_root}, hcaPortsOf(node_settings),
+                    {GidTables::kUntilSelected, {options.policy}});
+  auto resolved = resolveContainerNcclConf(node_settings, topology, options.policy);
   if (!resolved) {
     log.error("cannot resolve the container's GID index, nccl.conf left as the node wrote it",
               {{"container", state.id}, {"error", resolved.error().message}});

@@ -62,6 +62,28 @@ TEST(ResolveContainerNcclConf, AnIndexTheNodeDidNotHaveIsAddedAfterNcclIbDisable
                                          {"X", "1"}}));
 }
 
+TEST(DiscoverPorts, ReadsTheNamedPortsAsDiscoveryDoesAndNamesTheMissingOnes) {
+  const std::string proc = kFixture + "/pods/podA/proc";
+  const NodeTopology ports = discoverPorts(
+      {kFixture + "/sys", proc}, {{"mlx5_1", 1}, {"mlx5_2", 1}, {"mlx5_2", 2}, {"mlx5_9", 1}}, {});
+  const NodeTopology whole = seenFrom("podA");
+  ASSERT_EQ(ports.devices.size(), 2u);
+  EXPECT_EQ(ports.addresses, whole.addresses);
+  for (const auto& device : ports.devices) {
+    ASSERT_EQ(device.ports.size(), 1u) << device.name;
+    const Port& want = whole.findDevice(device.name)->ports[0];
+    EXPECT_EQ(device.ports[0].gids, want.gids) << device.name;
+    EXPECT_EQ(device.ports[0].state, want.state) << device.name;
+    EXPECT_EQ(device.ports[0].link_layer, want.link_layer) << device.name;
+    EXPECT_EQ(device.ports[0].gid_table_len, want.gid_table_len) << device.name;
+  }
+  ASSERT_EQ(ports.warnings.size(), 2u);
+  EXPECT_EQ(ports.warnings[0].path, "class/infiniband/mlx5_2/ports/2");
+  EXPECT_EQ(ports.warnings[1].message, "no such port");
+  EXPECT_EQ(hcaPortsOf(kNode),
+            (std::vector<std::pair<std::string, uint32_t>>{{"mlx5_1", 1}, {"mlx5_2", 1}}));
+}
+
 TEST(ResolveContainerNcclConf, ErrorsNameTheEntry) {
   const NodeTopology topology = seenFrom("podA");
   EXPECT_EQ(resolveContainerNcclConf({{"NCCL_IB_DISABLE", "0"}}, topology, {}).error().message,
