@@ -18,6 +18,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
@@ -145,8 +147,13 @@ Status mountOver(const ContainerSpec& spec, const std::string& container_path,
     close(*target);
     return makeError(container_path + " in the container is not the node's " + node_conf);
   }
+  // The container ID only names the file for whoever looks; only its safe characters are kept.
+  std::string name = id.substr(0, 32);
+  std::replace_if(
+      name.begin(), name.end(), [](char c) { return !std::isalnum(c) && c != '-' && c != '_'; },
+      '_');
   std::string file =
-      node_conf.substr(0, node_conf.rfind('/') + 1) + ".container-" + id.substr(0, 32) + "-XXXXXX";
+      node_conf.substr(0, node_conf.rfind('/') + 1) + ".container-" + name + "-XXXXXX";
   const int fd = mkstemp(file.data());
   if (fd < 0) {
     close(*target);
