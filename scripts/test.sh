@@ -8,6 +8,7 @@
 #                (scripts/tsan.sh), then the plugin's gRPC tests in it against TSan builds of
 #                Debian's Abseil and gRPC (scripts/tsan-grpc.sh, ~4 minutes on 2 cores when its
 #                cache is empty). TSAN=0 skips both, TSAN_GRPC=0 the second.
+#   build-gcc/   GCC 12, -O2, warnings as errors, the programs only (GCC=0 skips it).
 #   the cluster  a real one-node Kubernetes (scripts/cluster.sh) with kube-rdma installed from
 #                manifests/, once with the device plugin and once with the DRA driver
 #                (ctest -L cluster; CLUSTER=0 skips it).
@@ -48,6 +49,13 @@ if [[ "${CLUSTER:-1}" != 0 ]]; then
     ctest --test-dir "$build_dir" --output-on-failure -L cluster
     stage_done "cluster end-to-end tests"
   fi
+fi
+
+# The programs as GCC 12 builds them with warnings as errors (scripts/build.sh, -O2): the README,
+# the image and scripts/demo.sh build with g++, whose warnings differ from clang's. GCC=0 skips it.
+if [[ "${GCC:-1}" != 0 ]]; then
+  CC=gcc CXX=g++ BUILD_DIR="${GCC_BUILD_DIR:-build-gcc}" scripts/build.sh -DBUILD_TESTING=OFF
+  stage_done "g++ -Werror build"
 fi
 
 fuzz_seconds=${FUZZ_SECONDS:-5}
