@@ -80,6 +80,15 @@ class DevicePluginPods(ClusterTest):
         self.assertIn("kube-rdma.io/injected", admitted["metadata"]["annotations"])
         self.assert_rdma_container(report)
         self.assertEqual(report["env"].get("NCCL_DEBUG"), "WARN")
+        # containerd and runc ran kube-rdma-nccl-hook from the plugin's CDI spec for this
+        # container, in its network namespace: the bridge CNI's veth alone, so no GID of its own.
+        status = get("pod", pod["metadata"]["name"], pod["metadata"]["namespace"])["status"]
+        container = status["containerStatuses"][0]["containerID"].split("://")[-1]
+        with open(os.path.join(STATE, "node", "kube-rdma", "nccl-hook.log")) as f:
+            lines = [line for line in f if f"container={container}" in line]
+        self.assertEqual(len(lines), 1, lines)
+        self.assertIn("only loopback and veth interfaces", lines[0])
+        self.assertIn("outcome=no-own-gid", lines[0])
 
     def test_annotation_only_pod(self):
         pod = toolbox_pod("annotation", PROBE, annotations={"kube-rdma.io/rdma": "1(roce)"})
