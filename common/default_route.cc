@@ -79,10 +79,6 @@ Result<std::string> readDefaultRoute(const std::string& path,
   return iface;
 }
 
-Error lineError(const char* file, size_t number, const std::string& what) {
-  return makeError(std::string(file) + " line " + std::to_string(number) + ": " + what);
-}
-
 } // namespace
 
 Result<std::string> parseIpv4DefaultRoute(std::string_view text) {

@@ -15,7 +15,7 @@ enum class GidType { kUnknown, kRoceV1, kRoceV2 }; // kRoceV1 is the kernel's "I
 // A 128-bit GID, or an IP address in GID form (IPv4 mapped into ::ffff:0:0/96).
 struct Gid {
   std::array<uint8_t, 16> bytes{};
-  bool operator==(const Gid&) const = default;
+  auto operator<=>(const Gid&) const = default; // by bytes: NamespaceAddresses' order
 };
 
 // The IP addresses assigned in one network namespace, in GID form, sorted by bytes, no duplicates

@@ -2,8 +2,7 @@
 
 #include <arpa/inet.h>
 
-#include <algorithm>
-
+#include "common/namespace_addresses.h"
 #include "common/strings.h"
 #include "common/sysfs_attributes.h"
 
@@ -91,9 +90,7 @@ std::optional<uint32_t> selectGidIndex(const Port& port, const GidSelectionPolic
 
 bool gidInNamespace(const GidEntry& entry, const NamespaceAddresses& addresses) {
   auto gid = parseGid(entry.gid);
-  return gid.ok() &&
-         std::binary_search(addresses.begin(), addresses.end(), *gid,
-                            [](const Gid& a, const Gid& b) { return a.bytes < b.bytes; });
+  return gid.ok() && containsAddress(addresses, *gid);
 }
 
 std::optional<uint32_t> selectOwnGidIndex(const Port& port, const GidSelectionPolicy& policy,

@@ -28,13 +28,8 @@ template <class F> Status forEachLine(std::string_view text, F&& on_line) {
   return Ok{};
 }
 
-Error lineError(const char* file, size_t number, const std::string& what) {
-  return makeError(std::string(file) + " line " + std::to_string(number) + ": " + what);
-}
-
 NamespaceAddresses sortedUnique(NamespaceAddresses addresses) {
-  const auto less = [](const Gid& a, const Gid& b) { return a.bytes < b.bytes; };
-  std::sort(addresses.begin(), addresses.end(), less);
+  std::sort(addresses.begin(), addresses.end());
   addresses.erase(std::unique(addresses.begin(), addresses.end()), addresses.end());
   return addresses;
 }
@@ -128,8 +123,7 @@ Result<NamespaceAddresses> readNamespaceAddresses(const std::string& proc_root) 
 }
 
 bool containsAddress(const NamespaceAddresses& addresses, const Gid& gid) {
-  return std::binary_search(addresses.begin(), addresses.end(), gid,
-                            [](const Gid& a, const Gid& b) { return a.bytes < b.bytes; });
+  return std::binary_search(addresses.begin(), addresses.end(), gid);
 }
 
 } // namespace kube_rdma

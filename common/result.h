@@ -44,4 +44,9 @@ inline Error makeError(std::string message) {
   return Error{std::move(message)};
 }
 
+// An error in line `number` (1-based) of the file named `file`, as the procfs parsers report one.
+inline Error lineError(const char* file, size_t number, const std::string& what) {
+  return makeError(std::string(file) + " line " + std::to_string(number) + ": " + what);
+}
+
 } // namespace kube_rdma

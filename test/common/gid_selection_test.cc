@@ -106,7 +106,7 @@ NamespaceAddresses addressesOf(const std::vector<std::array<int, 4>>& ips) {
   for (const auto& ip : ips) {
     out.push_back(*parseGid(mapped(ip[0], ip[1], ip[2], ip[3])));
   }
-  std::sort(out.begin(), out.end(), [](const Gid& a, const Gid& b) { return a.bytes < b.bytes; });
+  std::sort(out.begin(), out.end());
   return out;
 }
 
