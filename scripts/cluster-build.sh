@@ -7,7 +7,10 @@
 #   fake-gpu-driver (test/cluster/fake-gpu-driver), a DRA plugin for GPUs that are not there;
 #   containerd, containerd-shim-runc-v2, ctr
 #     from test/cluster/containerd/go.mod (a module of its own: containerd pins its own
-#     Kubernetes libraries).
+#     Kubernetes libraries);
+#   cni/multus, the Multus CNI meta-plugin, from test/cluster/multus/go.mod (its own module too),
+#     and network-attachment-definition-crd.yaml, the NetworkAttachmentDefinition CRD from the
+#     same module's deployment manifest.
 # runc and the CNI plugins come from Debian (scripts/setup.sh --tests).
 # The result is cached in ~/.cache/kube-rdma/cluster-<versions>/bin (KUBE_RDMA_CACHE moves the
 # cache): a second run only checks that every program is there. Go's module and build caches
@@ -23,17 +26,18 @@ module_version() { # MODULE GO_MOD: the version a go.mod requires
 k8s=$(module_version k8s.io/kubernetes "$repo/test/cluster/go.mod")
 etcd=$(module_version go.etcd.io/etcd/server/v3 "$repo/test/cluster/go.mod")
 containerd=$(module_version github.com/containerd/containerd/v2 "$repo/test/cluster/containerd/go.mod")
-[[ -n $k8s && -n $etcd && -n $containerd ]] || {
+multus=$(module_version gopkg.in/k8snetworkplumbingwg/multus-cni.v4 "$repo/test/cluster/multus/go.mod")
+[[ -n $k8s && -n $etcd && -n $containerd && -n $multus ]] || {
   echo "cluster-build: cannot read the pinned versions from test/cluster/go.mod" >&2
   exit 1
 }
 # The sums pin every dependency too, and our own Go files are part of the build: a change to
 # either is another build.
 sums=$(cd "$repo/test/cluster" && find . -name go.sum -o -name '*.go' | LC_ALL=C sort | xargs cat | sha256sum | cut -c1-12)
-cache=${KUBE_RDMA_CACHE:-$HOME/.cache/kube-rdma}/cluster-k8s-$k8s-etcd-$etcd-containerd-$containerd-$sums
+cache=${KUBE_RDMA_CACHE:-$HOME/.cache/kube-rdma}/cluster-k8s-$k8s-etcd-$etcd-containerd-$containerd-multus-$multus-$sums
 bin=$cache/bin
 programs=(etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl
-  fake-gpu-driver containerd containerd-shim-runc-v2 ctr)
+  fake-gpu-driver containerd containerd-shim-runc-v2 ctr cni/multus)
 
 missing=()
 for p in "${programs[@]}"; do
@@ -45,7 +49,7 @@ if [[ ${#missing[@]} -gt 0 ]]; then
     exit 1
   }
   start=$SECONDS
-  echo "cluster-build: building Kubernetes $k8s, etcd $etcd, containerd $containerd into $bin" >&2
+  echo "cluster-build: building Kubernetes $k8s, etcd $etcd, containerd $containerd, Multus $multus into $bin" >&2
   mkdir -p "$cache/tmp"
   # What `kubectl version` and the node's kubeletVersion report; the API server refuses a
   # kubelet whose version it cannot parse.
@@ -67,6 +71,14 @@ if [[ ${#missing[@]} -gt 0 ]]; then
       github.com/containerd/containerd/v2/cmd/containerd \
       github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2 \
       github.com/containerd/containerd/v2/cmd/ctr)
+  (cd "$repo/test/cluster/multus" &&
+    go build -trimpath -ldflags "-s -w" -o "$cache/tmp/cni/" \
+      gopkg.in/k8snetworkplumbingwg/multus-cni.v4/cmd/multus &&
+    # The manifest's first document that is the CRD (the others deploy Multus as a DaemonSet).
+    awk '/^---/ { if (crd) exit; doc = ""; next } { doc = doc $0 "\n" } /^kind: CustomResourceDefinition/ { crd = 1 }
+         END { if (crd) printf "%s", doc }' \
+      "$(go list -m -f '{{.Dir}}' gopkg.in/k8snetworkplumbingwg/multus-cni.v4)/deployments/multus-daemonset.yml" \
+      >"$cache/tmp/network-attachment-definition-crd.yaml")
   rm -rf "$bin"
   mv "$cache/tmp" "$bin"
   # Builds of other versions are not needed any more (Go's caches keep what they share).

@@ -9,7 +9,10 @@
 #   scripts/cluster.sh status                            what runs
 #
 # The node is the bundled A100 RoCE fixture: its sysfs tree (test/fixtures/gen_sysfs.py) stands
-# in for /sys in the kube-rdma pods, and its /dev/infiniband nodes are made with mknod. Every
+# in for /sys in the kube-rdma pods, and its /dev/infiniband nodes are made with mknod. Pods get
+# their networks through Multus: the bridge CNI's eth0, and the macvlan networks a pod's
+# k8s.v1.cni.cncf.io/networks annotation names (on rdma-data0, the node's stand-in for the data
+# ports; the fixture's GID tables hold the addresses test/cluster's rail pod is given). Every
 # program runs in one network and mount namespace of the cluster's own, so nothing of it
 # touches the machine's network or mounts: the API server is reached from outside through a
 # relay on 127.0.0.1:${KUBE_RDMA_CLUSTER_PORT:-6443}; `down` ends the namespace and every mount
@@ -148,7 +151,7 @@ has_sys_resource() {
 # --- the node's configuration files -----------------------------------------------------------
 
 write_configs() {
-  mkdir -p "$state/cni" "$state/containerd"
+  mkdir -p "$state/cni" "$state/cni-default" "$state/containerd"
   cat >"$state/containerd/config.toml" <<EOF
 version = 3
 root = "$state/containerd/root"
@@ -169,23 +172,35 @@ state = "/run/containerd"
         BinaryName = "$(command -v runc)"
         SystemdCgroup = false
   [plugins.'io.containerd.cri.v1.runtime'.cni]
-    bin_dirs = ["/usr/lib/cni"]
+    bin_dirs = ["/usr/lib/cni", "$(cat "$state/bin")/cni"]
     conf_dir = "$state/cni"
 [plugins.'io.containerd.cri.v1.images']
   snapshotter = "overlayfs"
   [plugins.'io.containerd.cri.v1.images'.pinned_images]
     sandbox = "localhost/kube-rdma/pause:e2e"
 EOF
-  cat >"$state/cni/10-bridge.conflist" <<EOF
+  # Multus (thin plugin) is the runtime's one network: it runs the bridge for every pod's eth0
+  # and adds the NetworkAttachmentDefinitions a pod names. It reads pods and those with the
+  # admin's credentials (a test cluster: the Multus DaemonSet would use its service account).
+  cat >"$state/cni/00-multus.conf" <<EOF
+{
+  "cniVersion": "1.0.0",
+  "name": "multus-cni-network",
+  "type": "multus",
+  "kubeconfig": "$state/admin.kubeconfig",
+  "cniDir": "$state/multus",
+  "binDir": "/usr/lib/cni",
+  "clusterNetwork": "$state/cni-default/10-bridge.conf"
+}
+EOF
+  # One plugin, not a conflist: Multus 4.2 caches a conflist delegate without its plugins'
+  # own fields and then fails every pod's DEL ("no IP ranges specified").
+  cat >"$state/cni-default/10-bridge.conf" <<EOF
 {
   "cniVersion": "1.0.0",
   "name": "kube-rdma-e2e",
-  "plugins": [
-    {
-      "type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": false, "hairpinMode": true,
-      "ipam": {"type": "host-local", "ranges": [[{"subnet": "$pod_cidr", "gateway": "10.88.0.1"}]]}
-    }
-  ]
+  "type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": false, "hairpinMode": true,
+  "ipam": {"type": "host-local", "ranges": [[{"subnet": "$pod_cidr", "gateway": "10.88.0.1"}]]}
 }
 EOF
   cat >"$state/kubelet.yaml" <<EOF
@@ -333,8 +348,8 @@ up() {
   mkdir -p "$state"/{pids,logs,images,node/kubelet,node/kube-rdma,node/etc-cdi}
   echo "$bin" >"$state/bin"
   echo "$driver" >"$state/driver"
-  python3 "$repo/test/fixtures/gen_sysfs.py" --out "$state/fixtures" --only a100-roce >/dev/null
-  ln -s "$state/fixtures/a100-roce" "$state/fixture"
+  python3 "$repo/test/fixtures/gen_sysfs.py" --out "$state/fixtures" --only a100-roce-pod-rails >/dev/null
+  ln -s "$state/fixtures/a100-roce-pod-rails" "$state/fixture"
   make_pki
   write_configs
   say "making the images (kube-rdma from $programs, toolbox, pause)"
@@ -359,6 +374,7 @@ up() {
   export KUBECONFIG=$state/kubeconfig
   wait_for 60 "kube-apiserver through the relay" kubectl get --raw /readyz
   start_controllers
+  kubectl apply -f "$bin/network-attachment-definition-crd.yaml" >/dev/null
 
   start_node
   wait_for 60 "node $node_name to be Ready" \

@@ -10,10 +10,11 @@ import os
 import time
 import unittest
 
-from e2e_lib import (A100_GID_INDEX, A100_HCA, CAP_IPC_LOCK, NAMESPACE, NODE, PROBE, REPO, STATE,
-                     ClusterTest, cluster, create, expected_memlock, get, has_cap, kubectl,
-                     pytorchjob_worker, restore_ports, run_probe, runnable_here, set_port_state,
-                     toolbox_pod, wait_until)
+from e2e_lib import (A100_GID_INDEX, A100_HCA, A100_RAIL_POD_GID_INDEX, A100_RAIL_POD_IPS,
+                     CAP_IPC_LOCK, NAMESPACE, NODE, PROBE, REPO, STATE, ClusterTest,
+                     attached_networks, cluster, create, expected_memlock, get, has_cap, kubectl,
+                     pytorchjob_worker, rail_networks, restore_ports, run_probe, runnable_here,
+                     set_port_state, toolbox_pod, wait_until)
 
 
 def allocatable(resource):
@@ -82,13 +83,43 @@ class DevicePluginPods(ClusterTest):
         self.assertEqual(report["env"].get("NCCL_DEBUG"), "WARN")
         # containerd and runc ran kube-rdma-nccl-hook from the plugin's CDI spec for this
         # container, in its network namespace: the bridge CNI's veth alone, so no GID of its own.
+        line = self.hook_log_line(pod)
+        self.assertIn("only loopback and veth interfaces", line)
+        self.assertIn("outcome=no-own-gid", line)
+
+    def hook_log_line(self, pod):
+        """kube-rdma-nccl-hook's one log line for the pod's container."""
         status = get("pod", pod["metadata"]["name"], pod["metadata"]["namespace"])["status"]
         container = status["containerStatuses"][0]["containerID"].split("://")[-1]
         with open(os.path.join(STATE, "node", "kube-rdma", "nccl-hook.log")) as f:
             lines = [line for line in f if f"container={container}" in line]
         self.assertEqual(len(lines), 1, lines)
-        self.assertIn("only loopback and veth interfaces", lines[0])
-        self.assertIn("outcome=no-own-gid", lines[0])
+        return lines[0]
+
+    def test_pod_on_the_rails_gets_its_own_gid_index(self):
+        """The network operator's shared RoCE setup: Multus gives the pod a macvlan per rail
+        (net1..net8) with an address of that rail's subnet, and the kernel has put those
+        addresses in the data ports' GID tables after the node's and another pod's. The container
+        gets the index of its own addresses; the node's index stays the node's."""
+        pod = toolbox_pod("rails", PROBE, limits={"rdma/shared": "1"},
+                          annotations=rail_networks())
+        _, report = run_probe(pod)
+        # Multus attached the eight networks and said so on the pod.
+        self.assertEqual(attached_networks("rails"),
+                         {f"net{rail}": [address]
+                          for rail, address in enumerate(A100_RAIL_POD_IPS, start=1)})
+        # Its own index on every port, not the node's 3 nor the other pod's 5.
+        self.assertEqual(report["conf"].get("NCCL_IB_GID_INDEX"), A100_RAIL_POD_GID_INDEX)
+        self.assertNotIn("NCCL_IB_GID_INDEX", report["env"])
+        self.assertEqual(report["conf"].get("NCCL_IB_HCA"), A100_HCA)
+        # Bootstrap stays on the cluster network, not a rail.
+        self.assertEqual(report["env"].get("NCCL_SOCKET_IFNAME"), "eth0")
+        line = self.hook_log_line(pod)
+        self.assertIn("the container's own GID index", line)
+        self.assertIn(f"gid_index={A100_RAIL_POD_GID_INDEX}", line)
+        # A pod on the cluster network alone, at the same time, keeps the node's index.
+        _, plain = run_probe(toolbox_pod("no-rails", PROBE, limits={"rdma/shared": "1"}))
+        self.assertEqual(plain["conf"].get("NCCL_IB_GID_INDEX"), A100_GID_INDEX)
 
     def test_annotation_only_pod(self):
         pod = toolbox_pod("annotation", PROBE, annotations={"kube-rdma.io/rdma": "1(roce)"})

@@ -12,10 +12,12 @@ import time
 import unittest
 
 import yaml
-from e2e_lib import (CAP_IPC_LOCK, NAMESPACE, NODE, PROBE, STATE, ClusterTest, cluster, create,
-                     example_documents, expected_memlock, get, has_cap, kubectl, parse_report,
-                     pod_log, probe_container, pytorchjob_worker, requests_of, restore_ports,
-                     run_probe, runnable_here, set_port_state, toolbox_pod, wait_until)
+from e2e_lib import (A100_GID_INDEX, A100_RAIL_POD_GID_INDEX, A100_RAIL_POD_IPS, CAP_IPC_LOCK,
+                     NAMESPACE, NODE, PROBE, STATE, ClusterTest, attached_networks, cluster,
+                     create, example_documents, expected_memlock, get, has_cap, kubectl,
+                     parse_report, pod_log, probe_container, pytorchjob_worker, rail_networks,
+                     requests_of, restore_ports, run_probe, runnable_here, set_port_state,
+                     toolbox_pod, wait_until)
 
 DRIVER = "rdma.kube-rdma.io"
 DOMAIN = DRIVER + "/"
@@ -151,6 +153,24 @@ class DraDriver(ClusterTest):
         """examples/dra/shared-claim.yaml: every ACTIVE RoCE port in one claim, used by the pods
         of a Deployment (two replicas of the toolbox here)."""
         run_two_replicas_with_every_port(self, "dra/shared-claim.yaml")
+
+    def test_two_pods_sharing_a_claim_each_get_their_own_gid_index(self):
+        """One claim of mlx5_1's port, prepared once, before either pod had a network; two pods
+        use it: one with the rail1 network (Multus' macvlan, its address in the port's table at
+        6/7), one on the cluster network alone. Each container's hook resolved its own
+        namespace: two answers for one claim."""
+        create(one_nic_claim("rail-nic", device="mlx5_1"))
+        _, on_rail = run_probe(toolbox_pod("on-rail", PROBE, claims=["rail-nic"],
+                                           annotations=rail_networks([1])))
+        _, plain = run_probe(toolbox_pod("plain", PROBE, claims=["rail-nic"]))
+        self.assertEqual(attached_networks("on-rail"), {"net1": [A100_RAIL_POD_IPS[0]]})
+        for report in (on_rail, plain):
+            self.assertEqual(report["conf"].get("NCCL_IB_HCA"), "=mlx5_1:1")
+            self.assertNotIn("NCCL_IB_GID_INDEX", report["env"])
+        self.assertEqual(on_rail["conf"].get("NCCL_IB_GID_INDEX"), A100_RAIL_POD_GID_INDEX)
+        self.assertEqual(plain["conf"].get("NCCL_IB_GID_INDEX"), A100_GID_INDEX)
+        for name in ("on-rail", "plain"):
+            kubectl("delete", "pod", "-n", NAMESPACE, name, "--wait=true")
 
     def test_a_pod_asking_rdma_shared_by_name_is_served_by_the_driver(self):
         """components/dra-extended-resources: the guide's `rdma/shared: 1` on a node without the

@@ -21,6 +21,11 @@ TOOLBOX = "localhost/kube-rdma/toolbox:e2e"
 # (test/fixtures/gen_sysfs.py); mlx5_0 is the management NIC (eth0, the default route).
 A100_HCA = "=" + ",".join(f"mlx5_{i}:1" for i in range(1, 9))
 A100_GID_INDEX = "3"
+# What test/cluster gives its pod on the rails (a macvlan of rdma-data0 per rail, through Multus)
+# and where the fixture (a100-roce-pod-rails) has the kernel put those addresses in each data
+# port's table: after the node's 2/3 and another pod's 4/5.
+A100_RAIL_POD_IPS = [f"25.11.128.{11 + 32 * i}" for i in range(8)]
+A100_RAIL_POD_GID_INDEX = "7"
 STATE = os.environ.get("KUBE_RDMA_CLUSTER_DIR", "/var/tmp/kube-rdma-cluster")
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -68,6 +73,29 @@ def wait_until(what, probe, timeout=60, interval=0.5):
 def cluster(*args):
     """scripts/cluster.sh COMMAND (start/stop one component)."""
     subprocess.run([os.path.join(REPO, "scripts", "cluster.sh"), *args], check=True)
+
+
+def rail_networks(rails=range(1, 9)):
+    """NetworkAttachmentDefinitions railN in the test namespace, as the network operator's shared
+    RoCE setup gives pods their rails: a macvlan of the node's rdma-data0 (its stand-in for the
+    data port of mlx5_N) with the address A100_RAIL_POD_IPS[N-1], so one pod at a time. Returns
+    the pod annotation that names them for Multus."""
+    for rail in rails:
+        config = {"cniVersion": "1.0.0", "name": f"rail{rail}", "type": "macvlan",
+                  "master": "rdma-data0", "mode": "bridge",
+                  "ipam": {"type": "static",
+                           "addresses": [{"address": f"{A100_RAIL_POD_IPS[rail - 1]}/27"}]}}
+        apply({"apiVersion": "k8s.cni.cncf.io/v1", "kind": "NetworkAttachmentDefinition",
+               "metadata": {"name": f"rail{rail}", "namespace": NAMESPACE},
+               "spec": {"config": json.dumps(config)}})
+    return {"k8s.v1.cni.cncf.io/networks": ",".join(f"rail{rail}" for rail in rails)}
+
+
+def attached_networks(pod_name):
+    """{interface: [addresses]} of the pod's networks besides eth0, as Multus reported them."""
+    annotations = get("pod", pod_name, NAMESPACE)["metadata"]["annotations"]
+    status = json.loads(annotations["k8s.v1.cni.cncf.io/network-status"])
+    return {s["interface"]: s["ips"] for s in status if s.get("interface") != "eth0"}
 
 
 # After a probe: the marker run_probe waits for, then the container stays with its devices.
