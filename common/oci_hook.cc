@@ -186,6 +186,20 @@ Result<ContainerSpec> parseContainerSpec(std::string_view config_json, const std
       }
     }
   }
+  if (const auto annotations = doc->find("annotations");
+      annotations != doc->end() && annotations->is_object()) {
+    // containerd's CRI plugin names the pod one way, CRI-O another.
+    for (const auto& [namespace_key, name_key] :
+         {std::pair{"io.kubernetes.cri.sandbox-namespace", "io.kubernetes.cri.sandbox-name"},
+          std::pair{"io.kubernetes.pod.namespace", "io.kubernetes.pod.name"}}) {
+      const std::string pod_namespace = stringMember(*annotations, namespace_key);
+      const std::string pod_name = stringMember(*annotations, name_key);
+      if (!pod_namespace.empty() && !pod_name.empty()) {
+        spec.pod = pod_namespace + "/" + pod_name;
+        break;
+      }
+    }
+  }
   return spec;
 }
 

@@ -46,6 +46,7 @@ struct ContainerSpec {
   std::vector<std::string> env;       // process.env, "NAME=VALUE"
   bool own_network_namespace = false; // linux.namespaces has a "network" entry
   std::vector<std::pair<std::string, std::string>> mounts; // destination -> source, in order
+  std::string pod; // "namespace/name" from the CRI runtime's annotations; empty if none
 };
 
 // Errors name what is missing or of the wrong type; never throws.

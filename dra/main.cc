@@ -10,6 +10,7 @@
 #include "common/process_start.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/hook_outcomes.h"
 #include "common/metrics.h"
 #include "common/nfd_feature_writer.h"
 #include "common/nfd_features.h"
@@ -99,7 +100,7 @@ int run(const DraFlags& flags, const sigset_t& signals, Logger& logger) {
         flags.metrics_address,
         [&] {
           metrics.setPreparedClaims((*store)->preparedClaims().size());
-          return registry.render();
+          return registry.render() + renderScraped(scrapeHookOutcomes(config->nccl_hook, logger));
         },
         [&] {
           const DraKubeletServer& kubelet = **server;

@@ -11,7 +11,7 @@
 //
 // It never stops a container from starting and never delays one by more than 2 s: whatever
 // happens it exits 0, and the container keeps the node's nccl.conf. Each run appends one line to
-// the log file.
+// the log file, naming the pod, and counts its outcome beside it (common/hook_outcomes.h).
 
 #include <fcntl.h>
 #include <sys/mount.h>
@@ -28,6 +28,7 @@
 
 #include "common/container_nccl.h"
 #include "common/gid_selection.h"
+#include "common/hook_outcomes.h"
 #include "common/log.h"
 #include "common/netns_links.h"
 #include "common/oci_hook.h"
@@ -51,7 +52,8 @@ constexpr const char* kUsage =
     "  --addr-range=CIDR              only GIDs inside it count\n"
     "  --sysfs-root=DIR, --proc-root=DIR  where GID tables and the namespace's addresses are read\n"
     "                                 (default /sys, /proc)\n"
-    "  --log-file=PATH                also append each run's log line to PATH\n"
+    "  --log-file=PATH                also append each run's log line to PATH and count its\n"
+    "                                 outcome in PATH.counts (the daemons' metrics read it)\n"
     "  --help, --version              print this or the version and exit\n";
 
 struct Options {
@@ -189,37 +191,38 @@ std::string portIndexes(const ContainerNcclConf& resolved) {
   return joinStrings(parts, ",");
 }
 
-void resolve(Logger& log, const Options& options, const OciState& state) {
+NcclHookOutcome resolve(Logger& log, const Options& options, const OciState& state) {
   const std::string config_path = state.bundle + "/config.json";
   auto config_text = readAttribute(config_path, kMaxConfigFileBytes);
   if (!config_text) {
     log.error("cannot read the container's OCI spec, nccl.conf left as the node wrote it",
               {{"container", state.id}, {"error", config_text.error().message}});
-    return;
+    return NcclHookOutcome::kError;
   }
   auto spec = parseContainerSpec(*config_text, state.bundle);
   if (!spec) {
     log.error("bad OCI spec, nccl.conf left as the node wrote it",
               {{"container", state.id}, {"path", config_path}, {"error", spec.error().message}});
-    return;
+    return NcclHookOutcome::kError;
   }
+  const LogField pod{"pod", spec->pod};
   if (!spec->own_network_namespace) {
     log.info("host network: the node's NCCL settings are the container's",
-             {{"container", state.id}});
-    return;
+             {pod, {"container", state.id}});
+    return NcclHookOutcome::kHostNetwork;
   }
   if (auto set = envValue(spec->env, "NCCL_IB_GID_INDEX")) {
     log.info("NCCL_IB_GID_INDEX is set in the container's environment, which NCCL prefers to "
              "nccl.conf: left alone",
-             {{"container", state.id}, {"value", *set}});
-    return;
+             {pod, {"container", state.id}, {"value", *set}});
+    return NcclHookOutcome::kUserSet;
   }
   // The common case, a pod on the cluster network alone, without reading a GID table.
   if (auto links = listNetnsLinks(); links && !mayHoldGids(*links)) {
     log.info("only loopback and veth interfaces, no GID of the container's own: the node's NCCL "
              "settings stay",
-             {{"container", state.id}, {"outcome", toString(GidChoice::Outcome::kNoOwnGid)}});
-    return;
+             {pod, {"container", state.id}, {"outcome", toString(GidChoice::Outcome::kNoOwnGid)}});
+    return NcclHookOutcome::kNoOwnGid;
   }
   std::string node_conf;
   for (const auto& [destination, source] : spec->mounts) {
@@ -227,14 +230,14 @@ void resolve(Logger& log, const Options& options, const OciState& state) {
   }
   if (node_conf.empty()) {
     log.warn("the container has no nccl.conf mount: nothing to resolve",
-             {{"container", state.id}, {"container_path", options.container_path}});
-    return;
+             {pod, {"container", state.id}, {"container_path", options.container_path}});
+    return NcclHookOutcome::kNoNcclConf;
   }
   auto conf_text = readAttribute(node_conf, kMaxConfigFileBytes);
   if (!conf_text) {
     log.error("cannot read the node's nccl.conf, left as it is",
-              {{"container", state.id}, {"error", conf_text.error().message}});
-    return;
+              {pod, {"container", state.id}, {"error", conf_text.error().message}});
+    return NcclHookOutcome::kError;
   }
   const NcclEnv node_settings = parseNcclConf(*conf_text);
   // Only the granted ports, each table read up to the container's own entry.
@@ -244,29 +247,35 @@ void resolve(Logger& log, const Options& options, const OciState& state) {
   auto resolved = resolveContainerNcclConf(node_settings, topology, options.policy);
   if (!resolved) {
     log.error("cannot resolve the container's GID index, nccl.conf left as the node wrote it",
-              {{"container", state.id}, {"error", resolved.error().message}});
-    return;
+              {pod, {"container", state.id}, {"error", resolved.error().message}});
+    return NcclHookOutcome::kError;
   }
-  const std::string outcome = toString(resolved->choice.outcome);
   if (!resolved->own_gid_index) {
     // A veth-only pod has no GID of its own: the host's (hostNetwork, bridge CNI) stays right.
-    log.log(resolved->choice.outcome == GidChoice::Outcome::kPortsDisagree ? LogLevel::kWarn
-                                                                           : LogLevel::kInfo,
+    const auto outcome = resolved->choice.outcome;
+    log.log(outcome == GidChoice::Outcome::kPortsDisagree ? LogLevel::kWarn : LogLevel::kInfo,
             "no single GID index of the container's namespace: the node's NCCL settings stay",
-            {{"container", state.id}, {"outcome", outcome}, {"ports", portIndexes(*resolved)}});
-    return;
+            {pod,
+             {"container", state.id},
+             {"outcome", toString(outcome)},
+             {"ports", portIndexes(*resolved)}});
+    return outcome == GidChoice::Outcome::kPortsDisagree ? NcclHookOutcome::kPortsDisagree
+           : outcome == GidChoice::Outcome::kNoRocePort  ? NcclHookOutcome::kNoRocePort
+                                                         : NcclHookOutcome::kNoOwnGid;
   }
   auto text = renderNcclConf(resolved->settings);
   Status mounted = text ? mountOver(*spec, options.container_path, node_conf, *text, state.id)
                         : Status(text.error());
   if (!mounted) {
     log.error("cannot give the container its own nccl.conf, the node's stays",
-              {{"container", state.id}, {"error", mounted.error().message}});
-    return;
+              {pod, {"container", state.id}, {"error", mounted.error().message}});
+    return NcclHookOutcome::kError;
   }
-  log.info("the container's own GID index", {{"container", state.id},
+  log.info("the container's own GID index", {pod,
+                                             {"container", state.id},
                                              {"gid_index", std::to_string(*resolved->choice.index)},
                                              {"ports", portIndexes(*resolved)}});
+  return NcclHookOutcome::kOwnGidIndex;
 }
 
 void run(int argc, char** argv) {
@@ -278,11 +287,18 @@ void run(int argc, char** argv) {
   std::ostringstream line;
   Logger log(line);
   const auto state = readHookInput(log, options.problem, "nccl.conf left as the node wrote it");
+  NcclHookOutcome outcome = NcclHookOutcome::kError;
   if (state && state->bundle.empty()) {
     log.error("the OCI state has no bundle, nccl.conf left as the node wrote it",
               {{"container", state->id}});
   } else if (state) {
-    resolve(log, options, *state);
+    outcome = resolve(log, options, *state);
+  }
+  if (!options.log_file.empty()) {
+    if (auto counted = countHookOutcome(hookCountsPath(options.log_file), outcome); !counted) {
+      log.warn("cannot count the container in the hook's metrics",
+               {{"error", counted.error().message}});
+    }
   }
   reportHookRun(line.str(), options.log_file, kProgram);
 }

@@ -1,10 +1,13 @@
 #include "plugin/plugin_manager.h"
 
+#include <algorithm>
 #include <filesystem>
+#include <iterator>
 #include <optional>
 #include <utility>
 
 #include "common/clock.h"
+#include "common/hook_outcomes.h"
 #include "common/verbs_discovery.h"
 #include "plugin/cdi_spec.h"
 #include "common/node_checks.h"
@@ -534,6 +537,9 @@ std::string PluginManager::renderMetrics() const {
   // the ones applyConfig judged.
   auto scraped = portCounterFamilies(readPortCounters(flags_.sysfs_root, *topology_));
   scraped.push_back(node_checks_);
+  if (flags_.cdi) { // only CDI specs name kube-rdma-nccl-hook
+    std::ranges::move(scrapeHookOutcomes(config_.nccl_hook, logger_), std::back_inserter(scraped));
+  }
   return metrics_.render() + renderScraped(scraped);
 }
 

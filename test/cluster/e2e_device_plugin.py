@@ -12,9 +12,9 @@ import unittest
 
 from e2e_lib import (A100_GID_INDEX, A100_HCA, A100_RAIL_POD_GID_INDEX, A100_RAIL_POD_IPS,
                      CAP_IPC_LOCK, NAMESPACE, NODE, PROBE, REPO, STATE, ClusterTest,
-                     attached_networks, cluster, create, expected_memlock, get, has_cap, kubectl,
-                     pytorchjob_worker, rail_networks, restore_ports, run_probe, runnable_here,
-                     set_port_state, toolbox_pod, wait_until)
+                     attached_networks, cluster, create, expected_memlock, get, has_cap,
+                     hook_outcomes, kubectl, pytorchjob_worker, rail_networks, restore_ports,
+                     run_probe, runnable_here, set_port_state, toolbox_pod, wait_until)
 
 
 def allocatable(resource):
@@ -101,6 +101,7 @@ class DevicePluginPods(ClusterTest):
         (net1..net8) with an address of that rail's subnet, and the kernel has put those
         addresses in the data ports' GID tables after the node's and another pod's. The container
         gets the index of its own addresses; the node's index stays the node's."""
+        before = hook_outcomes("rdma-device-plugin")
         pod = toolbox_pod("rails", PROBE, limits={"rdma/shared": "1"},
                           annotations=rail_networks())
         _, report = run_probe(pod)
@@ -120,6 +121,10 @@ class DevicePluginPods(ClusterTest):
         # A pod on the cluster network alone, at the same time, keeps the node's index.
         _, plain = run_probe(toolbox_pod("no-rails", PROBE, limits={"rdma/shared": "1"}))
         self.assertEqual(plain["conf"].get("NCCL_IB_GID_INDEX"), A100_GID_INDEX)
+        # The plugin's metrics counted both containers, each by what the hook did.
+        after = hook_outcomes("rdma-device-plugin")
+        self.assertEqual({k: after[k] - before[k] for k in after if after[k] != before[k]},
+                         {"own-gid-index": 1, "no-own-gid": 1})
 
     def test_annotation_only_pod(self):
         pod = toolbox_pod("annotation", PROBE, annotations={"kube-rdma.io/rdma": "1(roce)"})

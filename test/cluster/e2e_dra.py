@@ -14,10 +14,10 @@ import unittest
 import yaml
 from e2e_lib import (A100_GID_INDEX, A100_RAIL_POD_GID_INDEX, A100_RAIL_POD_IPS, CAP_IPC_LOCK,
                      NAMESPACE, NODE, PROBE, STATE, ClusterTest, attached_networks, cluster,
-                     create, example_documents, expected_memlock, get, has_cap, kubectl,
-                     parse_report, pod_log, probe_container, pytorchjob_worker, rail_networks,
-                     requests_of, restore_ports, run_probe, runnable_here, set_port_state,
-                     toolbox_pod, wait_until)
+                     create, example_documents, expected_memlock, get, has_cap, hook_outcomes,
+                     kubectl, parse_report, pod_log, probe_container, pytorchjob_worker,
+                     rail_networks, requests_of, restore_ports, run_probe, runnable_here,
+                     set_port_state, toolbox_pod, wait_until)
 
 DRIVER = "rdma.kube-rdma.io"
 DOMAIN = DRIVER + "/"
@@ -159,6 +159,7 @@ class DraDriver(ClusterTest):
         use it: one with the rail1 network (Multus' macvlan, its address in the port's table at
         6/7), one on the cluster network alone. Each container's hook resolved its own
         namespace: two answers for one claim."""
+        before = hook_outcomes("rdma-dra-driver")
         create(one_nic_claim("rail-nic", device="mlx5_1"))
         _, on_rail = run_probe(toolbox_pod("on-rail", PROBE, claims=["rail-nic"],
                                            annotations=rail_networks([1])))
@@ -169,6 +170,9 @@ class DraDriver(ClusterTest):
             self.assertNotIn("NCCL_IB_GID_INDEX", report["env"])
         self.assertEqual(on_rail["conf"].get("NCCL_IB_GID_INDEX"), A100_RAIL_POD_GID_INDEX)
         self.assertEqual(plain["conf"].get("NCCL_IB_GID_INDEX"), A100_GID_INDEX)
+        after = hook_outcomes("rdma-dra-driver")
+        self.assertEqual({k: after[k] - before[k] for k in after if after[k] != before[k]},
+                         {"own-gid-index": 1, "no-own-gid": 1})
         for name in ("on-rail", "plain"):
             kubectl("delete", "pod", "-n", NAMESPACE, name, "--wait=true")
 

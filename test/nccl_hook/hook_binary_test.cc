@@ -90,7 +90,10 @@ protected:
                                    {"root", {{"path", "rootfs"}}},
                                    {"process", {{"env", b.env}, {"args", {"sh"}}}},
                                    {"mounts", mounts},
-                                   {"linux", {{"namespaces", namespaces}}}};
+                                   {"linux", {{"namespaces", namespaces}}},
+                                   {"annotations",
+                                    {{"io.kubernetes.cri.sandbox-namespace", "training"},
+                                     {"io.kubernetes.cri.sandbox-name", "worker-0"}}}};
     writeTestFile(bundle_ + "/config.json", config.dump());
     mount_conf_ = b.mount_conf;
   }
@@ -140,8 +143,8 @@ TEST_F(NcclHookBinary, APodOnAMacvlanNetworkGetsItsOwnGidIndexReadOnly) {
   const ShellResult r = run("podA");
   // podA's own GIDs are index 7 on both ports; the host's (3) and podB's (9, 11) are not its.
   EXPECT_EQ(r.output, withIndex("7")) << log();
-  EXPECT_NE(log().find("\"the container's own GID index\" container=ctr-podA gid_index=7 "
-                       "ports=\"mlx5_1:1=7,mlx5_2:1=7\""),
+  EXPECT_NE(log().find("\"the container's own GID index\" pod=training/worker-0 container=ctr-podA "
+                       "gid_index=7 ports=\"mlx5_1:1=7,mlx5_2:1=7\""),
             std::string::npos)
       << log();
   EXPECT_EQ(readTestFile(conf_), kNodeConf); // the node's file, shared by other containers
@@ -165,7 +168,8 @@ TEST_F(NcclHookBinary, PortsThatDisagreeKeepTheNodesSettingsAndSaySo) {
   // podB's own GIDs: 9 on mlx5_1, 11 on mlx5_2 (a freed slot pair below it on mlx5_2).
   EXPECT_EQ(run("podB").output, withIndex("3")) << log();
   EXPECT_NE(log().find("warn \"no single GID index of the container's namespace: the node's NCCL "
-                       "settings stay\" container=ctr-podB outcome=ports-disagree "
+                       "settings stay\" pod=training/worker-0 container=ctr-podB "
+                       "outcome=ports-disagree "
                        "ports=\"mlx5_1:1=9,mlx5_2:1=11\""),
             std::string::npos)
       << log();
@@ -176,7 +180,8 @@ TEST_F(NcclHookBinary, AVethOnlyPodKeepsTheHostsIndexWithoutReadingATable) {
   // Its interfaces say it at once: loopback and a veth hold no GID.
   EXPECT_EQ(run("podbridge", "", kVethOnly).output, withIndex("3")) << log();
   EXPECT_NE(log().find("only loopback and veth interfaces, no GID of the container's own: the "
-                       "node's NCCL settings stay\" container=ctr-podbridge outcome=no-own-gid"),
+                       "node's NCCL settings stay\" pod=training/worker-0 container=ctr-podbridge "
+                       "outcome=no-own-gid"),
             std::string::npos)
       << log();
   // Even where its interfaces do not say so, its addresses are in no table.
@@ -230,6 +235,34 @@ TEST_F(NcclHookBinary, BadInputIsLoggedAndTheContainerStarts) {
   writeBundle({}, "NCCL_IB_HCA==mlx5_9:1\n");
   EXPECT_EQ(run("podA").output, "exit 0\nNCCL_IB_HCA==mlx5_9:1\n");
   EXPECT_NE(log().find("NCCL_IB_HCA entry mlx5_9:1: no such RDMA device"), std::string::npos)
+      << log();
+}
+
+TEST_F(NcclHookBinary, EveryRunIsCountedForTheDaemonsMetrics) {
+  writeBundle({});
+  run("podA");                     // own-gid-index
+  run("podA");                     // own-gid-index
+  run("podB");                     // ports-disagree
+  run("podbridge", "", kVethOnly); // no-own-gid
+  run("podA", "--addr-range=x");   // error: a bad argument
+  writeBundle(hostNetwork());
+  run("podA");
+  writeBundle(withEnv("NCCL_IB_GID_INDEX=5"));
+  run("podA");
+  writeBundle(withoutConfMount());
+  run("podA");
+  EXPECT_EQ(readTestFile(log_ + ".counts"), "error 1\nhost-network 1\nno-nccl-conf 1\n"
+                                            "no-own-gid 1\nown-gid-index 2\nports-disagree 1\n"
+                                            "user-set 1\n")
+      << log();
+  // A counts file that is not one is started again, and the log says so.
+  writeTestFile(log_ + ".counts", "own-gid-index many\n");
+  writeBundle({});
+  run("podA");
+  EXPECT_EQ(readTestFile(log_ + ".counts"), "own-gid-index 1\n");
+  EXPECT_NE(log().find("line 1 is not \\\"OUTCOME COUNT\\\": \\\"own-gid-index many\\\", counting "
+                       "from 0 again"),
+            std::string::npos)
       << log();
 }
 

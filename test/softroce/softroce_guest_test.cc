@@ -310,7 +310,8 @@ protected:
         {"/sys", "/sys"},
         {"/dev/infiniband", "/dev/infiniband"},
         {"/var/lib/kubelet/device-plugins", kubelet_dir},
-        {"/var/run/kube-rdma", tmp_.sub(name + "-state")}};
+        {"/var/run/kube-rdma", tmp_.sub(name + "-state")},
+        {"/var/lib/kube-rdma", tmp_.sub(name + "-lib")}};
     std::vector<std::string> mounted;
     std::string script = "set -e\n";
     for (const auto& m : pod_.at("mounts")) {
