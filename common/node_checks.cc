@@ -114,10 +114,11 @@ std::vector<Check> checkWorkload(const NodeSnapshot& snapshot) {
 std::vector<Check> runNodeChecks(const NodeTopology& topology, const PluginConfig& config,
                                  const NodeSnapshot& snapshot) {
   std::vector<Check> checks{
-      checkPcieLinks(topology, snapshot),       checkPcieAcs(topology, snapshot),
-      checkGpuDirect(topology, snapshot),       checkIommu(topology, snapshot),
-      checkRoceMtu(topology, config, snapshot), checkRoceEcn(topology, config, snapshot),
-      checkFirmware(topology, snapshot),        checkPoolRates(topology, config, snapshot)};
+      checkPcieLinks(topology, snapshot),        checkPcieAcs(topology, snapshot),
+      checkGpuDirect(topology, snapshot),        checkIommu(topology, snapshot),
+      checkRoceMtu(topology, config, snapshot),  checkRoceEcn(topology, config, snapshot),
+      checkRdmaNetnsMode(topology, snapshot),    checkFirmware(topology, snapshot),
+      checkPoolRates(topology, config, snapshot)};
   const auto pools = checkPools(topology, config, snapshot);
   checks.insert(checks.end(), pools.begin(), pools.end());
   checks.push_back(checkVersions(topology, snapshot));

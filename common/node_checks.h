@@ -88,6 +88,7 @@ struct NodeSnapshot {
   FileRead nvidia_module_version; // <sys>/module/nvidia/version
   FileRead nvidia_taint;          // <sys>/module/nvidia/taint ("PO": proprietary)
   FileRead mlx5_core_version;     // <sys>/module/mlx5_core/version
+  FileRead ib_core_netns_mode;    // <sys>/module/ib_core/parameters/netns_mode: "Y" shared, "N"
   FileRead libibverbs;            // the libibverbs file this process loaded (its realpath)
   FileRead ofed_info;             // `ofed_info -s` output when it was run
   WorkloadFiles workload;
@@ -145,6 +146,9 @@ Check checkRoceMtu(const NodeTopology& topology, const PluginConfig& config,
                    const NodeSnapshot& snapshot);
 Check checkRoceEcn(const NodeTopology& topology, const PluginConfig& config,
                    const NodeSnapshot& snapshot);
+// The kernel's RDMA netns mode: shared (every namespace opens every device) or exclusive (a
+// namespace opens only the devices moved into it, as the RDMA CNI does with SR-IOV VFs).
+Check checkRdmaNetnsMode(const NodeTopology& topology, const NodeSnapshot& snapshot);
 Check checkFirmware(const NodeTopology& topology, const NodeSnapshot& snapshot);
 Check checkPoolRates(const NodeTopology& topology, const PluginConfig& config,
                      const NodeSnapshot& snapshot);
@@ -155,8 +159,9 @@ Check checkVersions(const NodeTopology& topology, const NodeSnapshot& snapshot);
 // In a pod only (empty otherwise): "cdi" and "workload-memlock".
 std::vector<Check> checkWorkload(const NodeSnapshot& snapshot);
 
-// In this order: pcie-link, pcie-acs, gpudirect-rdma, iommu, roce-mtu, roce-ecn, hca-firmware,
-// pool-rates, pool:<name> per pool, versions, then cdi and workload-memlock in a pod.
+// In this order: pcie-link, pcie-acs, gpudirect-rdma, iommu, roce-mtu, roce-ecn,
+// rdma-netns-mode, hca-firmware, pool-rates, pool:<name> per pool, versions, then cdi and
+// workload-memlock in a pod.
 std::vector<Check> runNodeChecks(const NodeTopology& topology, const PluginConfig& config,
                                  const NodeSnapshot& snapshot);
 

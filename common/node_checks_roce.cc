@@ -1,4 +1,4 @@
-// The RoCE checks: the data netdevs' MTU and ECN.
+// The RoCE checks: the data netdevs' MTU and ECN; the kernel's RDMA netns mode.
 #include "common/node_checks.h"
 
 #include "common/node_check_support.h"
@@ -137,6 +137,47 @@ Check checkRoceEcn(const NodeTopology& topology, const PluginConfig& config,
   if (check.verdict == Verdict::kWarn) {
     check.hint = "enable ECN (roce_np and roce_rp) on the RoCE traffic's priority on every port, "
                  "as the switches mark it; without it RoCE congestion control (DCQCN) is off";
+  }
+  return check;
+}
+
+Check checkRdmaNetnsMode(const NodeTopology& topology, const NodeSnapshot& snapshot) {
+  const FileRead& mode = snapshot.ib_core_netns_mode;
+  Check check{"rdma-netns-mode", Verdict::kOk, "", "", {evidenceOf(mode)}};
+  const std::string value = trimmed(mode.text.value_or(""));
+  constexpr const char* kShared = "shared: every network namespace opens the node's RDMA devices, "
+                                  "so a pod on a macvlan or ipvlan network of a port uses it with "
+                                  "GIDs of its own addresses";
+  constexpr const char* kHint = "for pods on macvlan or ipvlan networks of the ports, set the "
+                                "shared mode (`rdma system set netns shared`, or ib_core "
+                                "netns_mode=1); exclusive mode needs a device per pod, an SR-IOV "
+                                "VF that the RDMA CNI moves into the pod";
+  if (!mode.text) {
+    check.verdict = Verdict::kUnknown;
+    check.detail = mode.path + " is absent: ib_core is not loaded, or the kernel is older than 5.3";
+  } else if (value == "Y") {
+    check.detail = kShared;
+  } else if (value != "N") {
+    check.verdict = Verdict::kUnknown;
+    check.detail = "netns_mode is " + quoted(value) + ", neither Y (shared) nor N (exclusive)";
+  } else if (!snapshot.workload.in_pod) {
+    check.verdict = Verdict::kWarn;
+    check.detail = "exclusive: a pod off the host network opens only the RDMA devices moved into "
+                   "its namespace; the ports the pools grant stay in the host's, so such a pod "
+                   "cannot open them and NCCL falls back to TCP";
+    check.hint = kHint;
+  } else if (topology.devices.empty()) {
+    check.verdict = Verdict::kFail;
+    check.detail = "exclusive, and no RDMA device is in this network namespace: RDMA is impossible "
+                   "here, NCCL falls back to TCP";
+    check.hint = kHint;
+  } else {
+    std::vector<std::string> names;
+    for (const auto& device : topology.devices) {
+      names.push_back(device.name);
+    }
+    check.detail = "exclusive: this namespace has RDMA devices of its own (" +
+                   joinStrings(names, ", ") + "), whose GID tables hold only its addresses";
   }
   return check;
 }

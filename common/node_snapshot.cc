@@ -100,6 +100,7 @@ NodeSnapshot readNodeSnapshot(const DiscoveryRoots& roots, const NodeTopology& t
   s.nvidia_module_version = readText(sys + "/module/nvidia/version");
   s.nvidia_taint = readText(sys + "/module/nvidia/taint");
   s.mlx5_core_version = readText(sys + "/module/mlx5_core/version");
+  s.ib_core_netns_mode = readText(sys + "/module/ib_core/parameters/netns_mode");
   s.libibverbs = std::move(process.libibverbs);
   s.ofed_info = std::move(process.ofed_info);
   s.workload = std::move(process.workload);

@@ -173,6 +173,22 @@ TEST(ChooseGidIndex, EachNamespaceGetsItsOwnGidNeverAnotherPods) {
   EXPECT_EQ(selectOwnGidIndex(without_host, {}, host), std::nullopt);
 }
 
+// Exclusive mode: the RDMA CNI moved each pod's SR-IOV VF into the pod, so a VF's table holds its
+// own MAC's link-local entries and the pod's address, nobody else's. The rule and NCCL's own choice
+// agree there, and the host's namespace (where the plugin's view of the VF would be) has no GID
+// of its own on it.
+TEST(ChooseGidIndex, AVfOfExclusiveModeIsThePodsAlone) {
+  const Port vf_a = rocePort(31);
+  const Port vf_b = rocePort(32);
+  const NamespaceAddresses pod_a = addressesOf({{25, 11, 128, 31}});
+  EXPECT_EQ(chooseGidIndex({&vf_a}, {}, pod_a).index, 3u);
+  EXPECT_EQ(selectGidIndex(vf_a, {}), 3u);
+  // Another pod's VF (which exclusive mode would not even show this pod) is no guess either.
+  EXPECT_EQ(outcome(chooseGidIndex({&vf_a, &vf_b}, {}, pod_a)), GidChoice::Outcome::kNoOwnGid);
+  EXPECT_EQ(outcome(chooseGidIndex({&vf_a}, {}, addressesOf({{25, 11, 128, 2}}))),
+            GidChoice::Outcome::kNoOwnGid);
+}
+
 TEST(ChooseGidIndex, AHostileTableGivesTheOwnGidOrNothing) {
   const NamespaceAddresses pod = addressesOf({{25, 11, 128, 40}});
   // A 256-entry table: holes where pods ended, other pods' entries all named net1 (the same name

@@ -251,8 +251,8 @@ TEST(RdmactlDoctor, NodeChecksRunAfterTheDeviceChecksAndShowTheirEvidence) {
   EXPECT_EQ(names, (std::vector<std::string>{
                        "rdma-devices", "ports-active", "roce-gids", "uverbs-nodes", "pcie-link",
                        "pcie-acs", "gpudirect-rdma", "iommu", "roce-mtu", "roce-ecn",
-                       "hca-firmware", "pool-rates", "pool:rdma/hca", "pool:rdma/shared",
-                       "versions", "memlock", "dev-shm", "nccl-env"}));
+                       "rdma-netns-mode", "hca-firmware", "pool-rates", "pool:rdma/hca",
+                       "pool:rdma/shared", "versions", "memlock", "dev-shm", "nccl-env"}));
   const std::string text = renderChecksText(checks);
   EXPECT_NE(text.find("FAIL pcie-link"), std::string::npos) << text;
   EXPECT_NE(text.find("read: " + base + "/sys/bus/pci/devices/0000:23:00.0/current_link_width = 8"),
@@ -261,7 +261,7 @@ TEST(RdmactlDoctor, NodeChecksRunAfterTheDeviceChecksAndShowTheirEvidence) {
   // An ok check's evidence (versions) stays in the JSON only.
   EXPECT_EQ(text.find("read: " + base + "/sys/module/mlx5_core/version"), std::string::npos)
       << text;
-  EXPECT_NE(text.find("summary: 9 ok, 8 warn, 1 failed, 0 unknown"), std::string::npos) << text;
+  EXPECT_NE(text.find("summary: 10 ok, 8 warn, 1 failed, 0 unknown"), std::string::npos) << text;
 
   Check unknown{"x", Verdict::kUnknown, "could not tell", "", {{"/sys/x", "(absent)"}}};
   EXPECT_EQ(renderChecksText({unknown}), "unknown x                   could not tell\n"

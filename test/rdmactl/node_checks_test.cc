@@ -73,10 +73,10 @@ TEST(NodeChecks, HealthyA100NodeIsOkEverywhere) {
     EXPECT_EQ(c.verdict, Verdict::kOk) << c.name << ": " << c.detail;
     EXPECT_TRUE(c.hint.empty()) << c.name;
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"pcie-link", "pcie-acs", "gpudirect-rdma", "iommu",
-                                             "roce-mtu", "roce-ecn", "hca-firmware", "pool-rates",
-                                             "pool:rdma/hca", "pool:rdma/shared", "versions", "cdi",
-                                             "workload-memlock"}));
+  EXPECT_EQ(names, (std::vector<std::string>{
+                       "pcie-link", "pcie-acs", "gpudirect-rdma", "iommu", "roce-mtu", "roce-ecn",
+                       "rdma-netns-mode", "hca-firmware", "pool-rates", "pool:rdma/hca",
+                       "pool:rdma/shared", "versions", "cdi", "workload-memlock"}));
 }
 
 TEST(NodeChecks, HealthyInfiniBandNodeIsOkEverywhere) {
@@ -272,6 +272,49 @@ TEST(RoceMtu, DifferentOrSmallMtusWarn) {
   const Check same = checkRoceMtu(small.topology, defaultPluginConfig(), small.snapshot);
   EXPECT_EQ(same.verdict, Verdict::kWarn);
   EXPECT_TRUE(contains(same.hint, "4200")) << same.hint;
+}
+
+TEST(RdmaNetnsMode, SharedIsOkExclusiveWarnsOnTheNodeAndFailsInAPodWithoutADevice) {
+  const Node shared = load("a100-roce");
+  const Check ok = checkRdmaNetnsMode(shared.topology, shared.snapshot);
+  EXPECT_EQ(ok.verdict, Verdict::kOk);
+  EXPECT_TRUE(contains(ok.detail, "shared: every network namespace opens")) << ok.detail;
+  EXPECT_TRUE(hasEvidence(ok, "sys/module/ib_core/parameters/netns_mode", "Y"));
+
+  Node node = load("a100-roce", ProcessSide{});
+  node.snapshot.ib_core_netns_mode.text = "N\n";
+  const Check on_node = checkRdmaNetnsMode(node.topology, node.snapshot);
+  EXPECT_EQ(on_node.verdict, Verdict::kWarn);
+  EXPECT_TRUE(contains(on_node.detail, "such a pod cannot open them")) << on_node.detail;
+  EXPECT_TRUE(contains(on_node.hint, "rdma system set netns shared")) << on_node.hint;
+
+  // In a pod of exclusive mode the kernel's sysfs shows only the namespace's own devices.
+  Node pod = load("a100-roce");
+  pod.snapshot.ib_core_netns_mode.text = "N\n";
+  pod.topology.devices.clear();
+  const Check none = checkRdmaNetnsMode(pod.topology, pod.snapshot);
+  EXPECT_EQ(none.verdict, Verdict::kFail);
+  EXPECT_TRUE(contains(none.detail, "no RDMA device is in this network namespace")) << none.detail;
+
+  Node vf_pod = load("sriov-vfs");
+  vf_pod.snapshot.ib_core_netns_mode.text = "N\n";
+  vf_pod.topology.devices.resize(1);
+  const Check own = checkRdmaNetnsMode(vf_pod.topology, vf_pod.snapshot);
+  EXPECT_EQ(own.verdict, Verdict::kOk);
+  EXPECT_TRUE(contains(own.detail, "RDMA devices of its own (" + vf_pod.topology.devices[0].name))
+      << own.detail;
+}
+
+TEST(RdmaNetnsMode, AbsentOrStrangeIsUnknown) {
+  Node n = load("a100-roce");
+  n.snapshot.ib_core_netns_mode.text.reset();
+  const Check absent = checkRdmaNetnsMode(n.topology, n.snapshot);
+  EXPECT_EQ(absent.verdict, Verdict::kUnknown);
+  EXPECT_TRUE(contains(absent.detail, "ib_core is not loaded")) << absent.detail;
+  n.snapshot.ib_core_netns_mode.text = "1\n";
+  const Check strange = checkRdmaNetnsMode(n.topology, n.snapshot);
+  EXPECT_EQ(strange.verdict, Verdict::kUnknown);
+  EXPECT_TRUE(contains(strange.detail, "netns_mode is \"1\"")) << strange.detail;
 }
 
 TEST(RoceEcn, DisabledOnSomePortsWarnsAndAbsentFilesAreUnknown) {

@@ -146,8 +146,8 @@ TEST(RdmactlBinary, DoctorNodeChecksAreQuietOnTheHealthyA100Node) {
       rdmactl("a100-roce", "--json doctor", "KUBERNETES_SERVICE_HOST=10.96.0.1 KUBE_RDMA_CDI=1");
   const auto report = nlohmann::json::parse(r.out);
   const auto checks = nodeChecks(report);
-  // 8 checks, two pools, versions, and in a pod cdi and workload-memlock.
-  ASSERT_EQ(checks.size(), 13u) << r.out;
+  // 9 checks, two pools, versions, and in a pod cdi and workload-memlock.
+  ASSERT_EQ(checks.size(), 14u) << r.out;
   for (const auto& c : checks) {
     EXPECT_EQ(c["verdict"], "ok") << c.dump();
   }
