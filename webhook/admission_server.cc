@@ -20,7 +20,8 @@ AdmissionServer::AdmissionServer(ServerOptions options, CertificateStore& certif
           [this](const HttpRequest& request) { return route(request); }) {}
 
 // Runs inline on the server thread that read the request: a review is 0.1-0.3 ms of CPU, less
-// than handing it to another thread and back would cost in latency.
+// than handing it to another thread and back would cost in latency. The exception, a review that
+// may wait on the API server, is picked by ServerOptions::may_block (run_webhook.cc).
 HttpResponse AdmissionServer::route(const HttpRequest& request) {
   // The API server appends ?timeout=Ns; routing is on the path alone.
   const std::string_view target(request.target().data(), request.target().size());

@@ -41,9 +41,9 @@ bool hasBody(http::verb method) {
 
 HttpsConnection::HttpsConnection(asio::ip::tcp::socket socket, SSL_CTX& tls,
                                  const ServerOptions& options, const RequestHandler& handler,
-                                 ConnectionRegistry& registry)
+                                 ConnectionRegistry& registry, asio::thread_pool* blocking)
     : stream_(std::move(socket), tls), deadline_(stream_.get_executor()), options_(options),
-      handler_(handler), registry_(registry) {}
+      handler_(handler), registry_(registry), blocking_(blocking) {}
 
 HttpsConnection::~HttpsConnection() {
   registry_.remove(this);
@@ -186,7 +186,23 @@ void HttpsConnection::onBody(const error_code& error, size_t /*bytes*/) {
     return;
   }
   const HttpRequest& request = parser_->get();
-  HttpResponse response = handler_(request);
+  if (blocking_ != nullptr && options_.may_block(request)) {
+    // A copy for the pool's thread: this one may reset the parser meanwhile (a deadline). The
+    // work guard keeps the loop running until the answer is back on it, also after stop().
+    asio::post(*blocking_, [self = shared_from_this(), request = HttpRequest(request),
+                            work = asio::make_work_guard(stream_.get_executor())]() mutable {
+      HttpResponse response = self->handler_(request);
+      asio::post(
+          self->stream_.get_executor(),
+          [self, request = std::move(request), response = std::move(response),
+           work = std::move(work)]() mutable { self->respond(request, std::move(response)); });
+    });
+    return;
+  }
+  respond(request, handler_(request));
+}
+
+void HttpsConnection::respond(const HttpRequest& request, HttpResponse response) {
   const bool keep_alive =
       request.keep_alive() && response.keep_alive() && !stopped_ && !registry_.stopping();
   response.version(request.version());

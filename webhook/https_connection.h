@@ -4,6 +4,7 @@
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/serializer.hpp>
@@ -18,13 +19,16 @@
 
 // One accepted TLS connection, from handshake to close: reads requests one at a time, has the
 // handler answer each and writes the answer, under the deadlines of ServerOptions. All its steps
-// run on the one thread of its server loop.
+// run on the one thread of its server loop, but the handler of a request ServerOptions::may_block
+// picks, which runs on the blocking pool.
 namespace kube_rdma {
 
 class HttpsConnection : public std::enable_shared_from_this<HttpsConnection> {
 public:
+  // `blocking`: where the requests options.may_block picks are answered (null: inline).
   HttpsConnection(boost::asio::ip::tcp::socket socket, SSL_CTX& tls, const ServerOptions& options,
-                  const RequestHandler& handler, ConnectionRegistry& registry);
+                  const RequestHandler& handler, ConnectionRegistry& registry,
+                  boost::asio::thread_pool* blocking);
   ~HttpsConnection();
   HttpsConnection(const HttpsConnection&) = delete;
   HttpsConnection& operator=(const HttpsConnection&) = delete;
@@ -47,6 +51,8 @@ private:
   void onContinueSent(const boost::system::error_code& error, size_t bytes);
   void readBody();
   void onBody(const boost::system::error_code& error, size_t bytes);
+  // Sends the handler's answer to `request` (on the loop's thread, wherever it was computed).
+  void respond(const HttpRequest& request, HttpResponse response);
   void answer(HttpResponse response, bool keep_alive);
   void onAnswered(const boost::system::error_code& error, size_t bytes);
   // Answers `status` with `message` and closes: the request's body, if any, is never read.
@@ -66,6 +72,7 @@ private:
   const ServerOptions& options_;
   const RequestHandler& handler_;
   ConnectionRegistry& registry_;
+  boost::asio::thread_pool* blocking_;
   boost::beast::flat_buffer buffer_;
   std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
   HttpResponse response_;

@@ -100,6 +100,9 @@ HttpsServer::HttpsServer(ServerOptions options, const std::function<bool(SSL_CTX
   for (const std::unique_ptr<Loop>& loop : loops_) {
     keep_running_.push_back(asio::make_work_guard(*loop));
   }
+  if (options_.may_block) {
+    blocking_ = std::make_unique<asio::thread_pool>(std::max<size_t>(1, options_.blocking_threads));
+  }
   if (tls_) {
     // A connection waiting for its next request gives OpenSSL's read and write buffers (about
     // 34 KiB) back: held connections would otherwise keep them for nothing (docs/webhook.md).
@@ -157,8 +160,8 @@ void HttpsServer::onAccept(const error_code& error, tcp::socket socket) {
   }
   error_code ignored;
   socket.set_option(tcp::no_delay(true), ignored);
-  auto connection =
-      std::make_shared<HttpsConnection>(std::move(socket), *tls_, options_, handler_, registry_);
+  auto connection = std::make_shared<HttpsConnection>(std::move(socket), *tls_, options_, handler_,
+                                                      registry_, blocking_.get());
   const bool room = registry_.add(
       connection, [this] { asio::post(acceptor_.get_executor(), [this] { accept(); }); });
   connection->start();

@@ -6,6 +6,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
 
@@ -26,6 +27,8 @@
 // running an event loop for its share of the connections, so a connection costs memory only while
 // it is open and no CPU while it is idle. docs/webhook.md "Connections".
 namespace kube_rdma {
+
+using HttpRequest = boost::beast::http::request<boost::beast::http::string_body>;
 
 struct ServerOptions {
   std::string host = "0.0.0.0";
@@ -51,9 +54,13 @@ struct ServerOptions {
   // After a refusal or a last answer the server half-closes and discards what the client still
   // sends for at most this long, so the client reads the answer rather than a reset.
   std::chrono::milliseconds refusal_linger{1000};
+  // The requests whose answer may wait on something slow (a read from the API server): they are
+  // answered on a thread of a pool of `blocking_threads`, so their wait holds up no event loop.
+  // Every other request is answered inline. Unset: every request inline.
+  std::function<bool(const HttpRequest&)> may_block;
+  size_t blocking_threads = 4;
 };
 
-using HttpRequest = boost::beast::http::request<boost::beast::http::string_body>;
 using HttpResponse = boost::beast::http::response<boost::beast::http::string_body>;
 // The answer to a whole request, computed inline on the thread that read it. A response with
 // keep_alive(false) closes its connection after it is sent.
@@ -129,6 +136,9 @@ private:
   std::vector<std::unique_ptr<Loop>> loops_;
   // Keeps loops without connections running until stop().
   std::vector<boost::asio::executor_work_guard<Loop::executor_type>> keep_running_;
+  // Answers options_.may_block picks; after loops_, so it is joined before they go (its tasks
+  // post their answers to the loops). Null when may_block is unset.
+  std::unique_ptr<boost::asio::thread_pool> blocking_;
   size_t next_loop_ = 0;
   // On the first loop, with stop() posted to it.
   boost::asio::ip::tcp::acceptor acceptor_;

@@ -145,13 +145,20 @@ int run(const WebhookFlags& flags) {
   std::optional<ClaimCache> claims;
   ClaimSpecLookup read_claim;
   if (*api != nullptr) {
-    read_claim = claims.emplace(**api, clock, kClaimCacheTtl).lookup();
+    read_claim = claims.emplace(**api, clock, kClaimCacheTtl, registry).lookup();
   }
   ServerOptions options;
   options.host = flags.listen.host;
   options.port = flags.listen.port;
   options.max_connections = flags.max_connections;
   options.request_timeout = flags.request_timeout;
+  if (read_claim) {
+    // Only the review of a pod with resource claims may wait on the API server (a claim or
+    // template not cached yet): answered on the pool, it holds up no other connection.
+    options.may_block = [](const HttpRequest& request) {
+      return request.body().find("\"resourceClaims\"") != std::string::npos;
+    };
+  }
   AdmissionServer server(options, certificates, policies, registry, metrics, clock, logger,
                          [&read_claim](std::string_view body, const WebhookPolicy& policy) {
                            return reviewAdmission(body, policy, read_claim);

@@ -548,12 +548,24 @@ std::optional<std::string> ApiServerSimulator::authenticate(const httplib::Reque
   return std::string(common_name);
 }
 
+void ApiServerSimulator::holdRequests() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  holding_ = true;
+}
+
+void ApiServerSimulator::resumeRequests() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  holding_ = false;
+  changed_.notify_all();
+}
+
 void ApiServerSimulator::handle(const httplib::Request& request, httplib::Response& response,
                                 const std::string& method) {
   ++requests_;
   Call call;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::unique_lock<std::mutex> lock(mutex_);
+    changed_.wait(lock, [this] { return !holding_ || stopping_; });
     client_ports_.insert(request.remote_port);
     if (failures_left_ > 0) {
       --failures_left_;

@@ -66,6 +66,10 @@ public:
   // The next `count` requests are answered `http_status` (500, 429 with Retry-After, 503) with
   // a Status body, before authentication, as an overloaded server would.
   void failNext(int count, int http_status);
+  // From holdRequests() until resumeRequests(), requests are counted and then wait, as at a slow
+  // server (stop() releases them too).
+  void holdRequests();
+  void resumeRequests();
   // A ResourceSlice's device taints: stored with timeAdded stamped where the client left it out,
   // as the real server does; after this call dropped, as by a server without the feature
   // (before Kubernetes 1.37 with the gate DRADeviceTaints off).
@@ -125,6 +129,7 @@ private:
   std::deque<Event> history_;
   std::map<std::string, std::string> tokens_;          // token → user
   std::map<std::string, std::set<std::string>> rules_; // user → "verb plural"
+  bool holding_ = false;
   int failures_left_ = 0;
   int failure_status_ = 500;
   std::set<int> client_ports_;

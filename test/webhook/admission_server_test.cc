@@ -38,13 +38,14 @@ protected:
 
   // Serves with `review` on a free port until the test ends; at most 4 connections, and an idle
   // one kept for a minute, so only stop() closes it within a test.
-  void start(Reviewer review) {
+  void start(Reviewer review, std::function<bool(const HttpRequest&)> may_block = {}) {
     ASSERT_TRUE(certificates_.reload().ok());
     ASSERT_TRUE(policies_.reload().ok());
     ServerOptions options;
     options.host = "127.0.0.1";
     options.port = 0;
     options.max_connections = 4;
+    options.may_block = std::move(may_block);
     options.keep_alive_timeout = std::chrono::seconds(60);
     server_ = std::make_unique<AdmissionServer>(options, certificates_, policies_, registry_,
                                                 metrics_, std::make_shared<RealClock>(), logger_,
@@ -123,6 +124,48 @@ TEST_F(AdmissionServerTest, TheReviewerGetsTheBodyAndThePolicyAndItsAnswerIsSent
   EXPECT_NE(metrics.find(R"(rdma_webhook_mutations_total{kind="shm"} 1)"), std::string::npos)
       << metrics;
   EXPECT_NE(log_.str().find("pod reviewed"), std::string::npos) << log_.str();
+}
+
+// A review that waits on the API server (a claim template not cached) runs on the blocking pool:
+// the connections of its event loop are answered meanwhile. Connections are dealt to the loops in
+// turn, one loop per core: one more fast request than cores lands on the slow one's loop.
+TEST_F(AdmissionServerTest, AReviewThatWaitsHoldsUpNoOtherConnection) {
+  // Released however the test ends (destroyed before `slow`, which waits for the slow answer),
+  // so that a failing test does not hang in stop().
+  struct Releaser {
+    std::promise<void> promise;
+    ~Releaser() { promise.set_value(); }
+  };
+  std::future<httplib::Result> slow;
+  auto releaser = std::make_unique<Releaser>();
+  std::shared_future<void> released = releaser->promise.get_future().share();
+  std::atomic<bool> waiting{false};
+  start(
+      [&](std::string_view body, const WebhookPolicy&) {
+        ReviewOutcome outcome;
+        outcome.outcome = "unchanged";
+        outcome.body = std::string(body);
+        if (body == "slow") {
+          waiting = true;
+          released.wait();
+        }
+        return outcome;
+      },
+      [](const HttpRequest& request) { return request.body() == "slow"; });
+  slow = std::async(std::launch::async, [this] { return post("slow"); });
+  ASSERT_TRUE(eventually([&] { return waiting.load(); }));
+  for (unsigned i = 0; i <= std::max(2u, std::thread::hardware_concurrency()); ++i) {
+    auto c = client();
+    c->set_connection_timeout(30, 0); // the TLS handshake too waits for the loop
+    c->set_read_timeout(30, 0);
+    const auto fast = c->Post("/mutate", "fast", "application/json");
+    ASSERT_TRUE(fast) << "request " << i << ": " << httplib::to_string(fast.error());
+    EXPECT_EQ(fast->body, "fast");
+  }
+  releaser.reset();
+  const auto res = slow.get();
+  ASSERT_TRUE(res) << httplib::to_string(res.error());
+  EXPECT_EQ(res->body, "slow");
 }
 
 TEST_F(AdmissionServerTest, AReviewersBadRequestGoesOutAsA400WithItsMessage) {

@@ -4,9 +4,13 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
+#include <vector>
 
 #include "test/apiserver/simulated_api.h"
 #include "test/fakes/fake_clock.h"
@@ -31,13 +35,81 @@ protected:
     ASSERT_EQ(api_.start("system:serviceaccount:kube-rdma:rdma-webhook", {}, clock_), "");
     api_.simulator().put("resourceclaimtemplates", readDra("gpu-and-nic.template.json"));
     api_.simulator().put("resourceclaims", readDra("shared-nics.claim.json"));
-    cache_ = std::make_unique<ClaimCache>(api_.api(), clock_, std::chrono::seconds(30));
+    cache_ = std::make_unique<ClaimCache>(api_.api(), clock_, std::chrono::seconds(30), registry_);
+  }
+
+  // rdma_webhook_claim_reads_total{source=...}
+  double reads(const char* source) {
+    return registry_.counter({"rdma_webhook_claim_reads_total", ""}, {{"source", source}}).value();
   }
 
   std::shared_ptr<FakeClock> clock_ = std::make_shared<FakeClock>();
   SimulatedApi api_;
+  MetricsRegistry registry_;
   std::unique_ptr<ClaimCache> cache_;
 };
+
+// Reviews that need one template at once: one GET, the others wait for its answer (a Job's 32
+// pods created together used to send 32).
+TEST_F(ClaimCacheTest, ReviewsArrivingTogetherShareOneGet) {
+  constexpr int kReaders = 8;
+  const PodClaimSource source{"gpu-nic", "", "gpu-and-nic"};
+  const size_t before = api_.simulator().requestCount();
+  api_.simulator().holdRequests();
+  std::atomic<int> answered{0};
+  std::vector<std::thread> readers;
+  for (int i = 0; i < kReaders; ++i) {
+    readers.emplace_back([&] {
+      auto requests = cache_->read("training", source);
+      answered += requests.ok() && requests->size() == 2u ? 1 : 0;
+    });
+  }
+  // Every other reader has joined the GET in flight (a broken single flight never gets here).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (reads("in-flight") < kReaders - 1 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_EQ(reads("in-flight"), kReaders - 1);
+  api_.simulator().resumeRequests();
+  for (auto& reader : readers) {
+    reader.join();
+  }
+  EXPECT_EQ(answered, kReaders);
+  EXPECT_EQ(api_.simulator().requestCount(), before + 1);
+  EXPECT_EQ(reads("api"), 1.0);
+  EXPECT_EQ(reads("cache"), 0.0);
+  // The next one comes from the cache.
+  ASSERT_TRUE(cache_->read("training", source).ok());
+  EXPECT_EQ(reads("cache"), 1.0);
+}
+
+// A GET that fails fails every review that waited for it, and is not kept.
+TEST_F(ClaimCacheTest, AFailedGetInFlightFailsItsWaitersAndIsNotKept) {
+  const PodClaimSource missing{"x", "no-such-claim", ""};
+  api_.simulator().holdRequests();
+  std::vector<std::string> errors(2);
+  std::vector<std::thread> readers;
+  for (auto& error : errors) {
+    readers.emplace_back([&] {
+      auto requests = cache_->read("training", missing);
+      error = requests.ok() ? "" : requests.error().message;
+    });
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (reads("in-flight") < 1 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  api_.simulator().resumeRequests();
+  for (auto& reader : readers) {
+    reader.join();
+  }
+  for (const auto& error : errors) {
+    EXPECT_NE(error.find("\"no-such-claim\" not found"), std::string::npos) << error;
+  }
+  const size_t after = api_.simulator().requestCount();
+  EXPECT_FALSE(cache_->read("training", missing).ok());
+  EXPECT_EQ(api_.simulator().requestCount(), after + 1) << "an error is read again";
+}
 
 TEST_F(ClaimCacheTest, ReadsTheSpecOfAClaimAndOfATemplate) {
   Result<std::vector<ClaimRequest>> from_template =

@@ -90,7 +90,7 @@ protected:
   void SetUp() override {
     ASSERT_EQ(api_.start(), "");
     cache_ = std::make_unique<ClaimCache>(api_.api(), std::make_shared<RealClock>(),
-                                          std::chrono::seconds(30));
+                                          std::chrono::seconds(30), registry_);
     for (const fs::path& file : fs::directory_iterator(kSource / "examples" / "dra")) {
       for (const json& object : yamlFile(file)) {
         objects_.push_back(object);
@@ -122,6 +122,7 @@ protected:
   }
 
   SimulatedApi api_;
+  MetricsRegistry registry_;
   std::unique_ptr<ClaimCache> cache_;
   std::vector<json> objects_;
   WebhookPolicy policy_;
