@@ -202,6 +202,42 @@ TEST_F(SoftRoceVm, RdmactlDoctorPassesAndNamesTheDataRxeForNccl) {
   EXPECT_NE(env.find("NCCL_IB_HCA==rxe1:1\n"), std::string::npos) << env;
 }
 
+// The kernel's RDMA netns mode switched for real. rdmactl doctor reads it on the host (shared: ok,
+// exclusive: warn) and in a namespace of exclusive mode, where the kernel shows no device that was
+// not moved there (fail). And Linux 6.1 refuses to move soft-RoCE into a namespace (rxe has no
+// disassociate_ucontext): why exclusive mode's device-per-pod is not shown here.
+TEST_F(SoftRoceVm, ExclusiveRdmaNetnsModeIsReportedAndRxeCannotMoveIntoAPod) {
+  const std::string rdmactl = RDMACTL_BINARY;
+  // `prefix` runs rdmactl in a namespace, as in a pod (KUBERNETES_SERVICE_HOST set).
+  const auto netns_mode = [&](const std::string& prefix) {
+    const std::string out =
+        run(prefix + (prefix.empty() ? "" : "env KUBERNETES_SERVICE_HOST=10.96.0.1 ") + rdmactl +
+            " --json doctor 2>/dev/null");
+    const auto report = nlohmann::json::parse(out, nullptr, false);
+    for (const auto& check : report.value("checks", nlohmann::json::array())) {
+      if (check.value("name", "") == "rdma-netns-mode") {
+        return check.value("verdict", "") + " " + check.value("detail", "");
+      }
+    }
+    return "no rdma-netns-mode check in: " + out;
+  };
+  EXPECT_EQ(netns_mode("").rfind("ok shared", 0), 0u) << netns_mode("");
+  ASSERT_EQ(std::system("rdma system set netns exclusive"), 0) << run("rdma system show 2>&1");
+  struct Shared {
+    ~Shared() {
+      (void)std::system("ip netns del excl-pod 2>/dev/null; rdma system set netns shared");
+    }
+  } restore;
+  EXPECT_EQ(netns_mode("").rfind("warn exclusive", 0), 0u) << netns_mode("");
+  ASSERT_EQ(std::system("ip netns add excl-pod"), 0);
+  EXPECT_EQ(netns_mode("ip netns exec excl-pod ").rfind("fail exclusive, and no RDMA device", 0),
+            0u)
+      << netns_mode("ip netns exec excl-pod ");
+  const std::string moved = run("rdma dev set rxe1 netns excl-pod 2>&1; echo rc=$?");
+  EXPECT_EQ(moved.find("rc=0"), std::string::npos) << moved;
+  EXPECT_NE(moved.find("Operation not supported"), std::string::npos) << moved;
+}
+
 // The real plugin on the VM's /sys and /dev, with the kubelet simulator.
 class SoftRocePlugin : public PluginTestBase {
 protected:
