@@ -117,6 +117,7 @@ class DevicePluginPods(ClusterTest):
         self.assertEqual(report["env"].get("NCCL_SOCKET_IFNAME"), "eth0")
         line = self.hook_log_line(pod)
         self.assertIn("the container's own GID index", line)
+        self.assertIn(f"pod={NAMESPACE}/rails ", line)  # named from containerd's annotations
         self.assertIn(f"gid_index={A100_RAIL_POD_GID_INDEX}", line)
         # A pod on the cluster network alone, at the same time, keeps the node's index.
         _, plain = run_probe(toolbox_pod("no-rails", PROBE, limits={"rdma/shared": "1"}))
