@@ -107,8 +107,8 @@ Status countHookOutcome(const std::string& path, NcclHookOutcome outcome) {
   }
   ++(*counts)[std::string(toString(outcome))];
   const std::string out = renderHookOutcomeCounts(*counts);
-  // Shorter never: a count only grows, so the new text covers the old (a parse failure aside,
-  // which the truncation handles).
+  // Rewritten whole under the exclusive lock: a daemon reads under a shared one, so it never sees
+  // the file half written.
   if (ftruncate(file.fd(), 0) != 0 ||
       pwrite(file.fd(), out.data(), out.size(), 0) != static_cast<ssize_t>(out.size())) {
     return makeError("cannot write " + path + ": " + std::strerror(errno));
