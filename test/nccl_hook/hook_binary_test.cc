@@ -111,7 +111,7 @@ protected:
       script += "mount --bind " + conf_ + " " + target + " && mount -o remount,bind,ro " + target +
                 " && ";
     }
-    script += std::string(NCCL_HOOK_BINARY) + " --sysfs-root=" + kFixture +
+    script += hook_wrapper_ + NCCL_HOOK_BINARY + " --sysfs-root=" + kFixture +
               "/sys --proc-root=" + kFixture + "/pods/" + pod + "/proc --log-file=" + log_ + " " +
               extra + " < " + tmp_.path() + "/state.json 2>/dev/null; echo \"exit $?\"; cat " +
               target + "; touch " + target + " 2>/dev/null && echo WRITABLE";
@@ -131,6 +131,7 @@ protected:
   const std::string rootfs_ = bundle_ + "/rootfs";
   const std::string log_ = tmp_.path() + "/nccl-hook.log";
   bool mount_conf_ = true;
+  std::string hook_wrapper_; // a command that runs the hook's, in front of it
 };
 
 std::string withIndex(const std::string& index) {
@@ -189,6 +190,20 @@ TEST_F(NcclHookBinary, AVethOnlyPodKeepsTheHostsIndexWithoutReadingATable) {
   EXPECT_NE(log().find("outcome=no-own-gid ports=\"mlx5_1:1=none,mlx5_2:1=none\""),
             std::string::npos)
       << log();
+}
+
+TEST_F(NcclHookBinary, RunsInAPidNamespaceUnderAnothersProc) {
+  // As runc runs a createContainer hook: in the container's new PID namespace (b) while /proc is
+  // still the host's (here a): the hook is pid 4 of b, and pid 4 of a exited long ago. Its
+  // environment carries no ASAN_OPTIONS, as runc's carries none.
+  writeTestFile(tmp_.path() + "/pidns-a.sh",
+                "mount -t proc proc /proc && for i in 1 2 3 4 5 6 7 8; do /bin/true; done && "
+                "exec unshare -p -f sh " +
+                    tmp_.path() + "/pidns-b.sh \"$@\"\n");
+  writeTestFile(tmp_.path() + "/pidns-b.sh", "/bin/true; /bin/true; unset ASAN_OPTIONS; \"$@\"\n");
+  hook_wrapper_ = "unshare -p -f sh " + tmp_.path() + "/pidns-a.sh ";
+  writeBundle({});
+  EXPECT_EQ(run("podA").output, withIndex("7")) << log();
 }
 
 TEST_F(NcclHookBinary, HostNetworkAndAUserSetIndexAreLeftAlone) {
