@@ -1,9 +1,11 @@
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
 
+#include "common/log.h"
 #include "common/result.h"
 
 namespace kube_rdma {
@@ -19,19 +21,34 @@ public:
   // `address`: "HOST:PORT" or ":PORT" (all addresses); port 0 picks a free one.
   static Result<std::unique_ptr<MetricsServer>> start(const std::string& address, RenderFn render,
                                                       HealthFn health, HealthFn ready = nullptr);
-  // Stops listening and joins the server's threads.
+  // As start(), for a daemon on the host network whose devices must not wait on its metrics: a
+  // port another program holds (dcgm-exporter's 9400 was ours once) is logged as an error that
+  // says what to do, tried again every `retry` and served from when it is free (logged too).
+  // Any other error, a malformed address or one the node does not have, fails as start's.
+  static Result<std::unique_ptr<MetricsServer>>
+  startWhenPortIsFree(const std::string& address, Logger& logger, std::chrono::milliseconds retry,
+                      RenderFn render, HealthFn health, HealthFn ready = nullptr);
+  // Stops listening (or waiting for the port) and joins the server's threads.
   ~MetricsServer();
   MetricsServer(const MetricsServer&) = delete;
   MetricsServer& operator=(const MetricsServer&) = delete;
 
+  // 0 while the port is held by another program.
   int port() const;
 
 private:
   struct Impl;
   explicit MetricsServer(std::unique_ptr<Impl> impl);
+  // start() when `wait_logger` is null, startWhenPortIsFree() otherwise.
+  static Result<std::unique_ptr<MetricsServer>>
+  open(const std::string& address, Logger* wait_logger, std::chrono::milliseconds retry,
+       RenderFn render, HealthFn health, HealthFn ready);
 
   std::unique_ptr<Impl> impl_; // keeps <httplib.h> out of the daemons' other files
 };
 using MetricsServerPtr = std::unique_ptr<MetricsServer>;
+
+// How often the daemons try a metrics port another program holds again.
+inline constexpr std::chrono::milliseconds kMetricsPortRetry{10'000};
 
 } // namespace kube_rdma
