@@ -11,6 +11,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/hook_outcomes.h"
+#include "common/liveness_watchdog.h"
 #include "common/metrics.h"
 #include "common/nfd_feature_writer.h"
 #include "common/nfd_features.h"
@@ -94,29 +95,31 @@ int run(const DraFlags& flags, const sigset_t& signals, Logger& logger) {
   publishing.slices.share_ports = flags.share_ports;
   SlicePublisher publisher(**api, flags.node_name, *config, logger, metrics, clock, publishing);
   publisher.start(topology);
+  const auto alive = [&] {
+    const DraKubeletServer& kubelet = **server;
+    return judgeDriverLiveness({kubelet.draSocketPresent(), kubelet.registrationSocketPresent(),
+                                kubelet.registration(), started},
+                               clock.now(), flags.health_timeout);
+  };
+  const LivenessWatchdog liveness(alive, kLivenessPeriod, kLivenessGrace, logAndExit(logger));
   MetricsServerPtr metrics_server;
   if (!flags.metrics_address.empty()) {
-    auto started_server = MetricsServer::start(
-        flags.metrics_address,
+    auto started_server = MetricsServer::startWhenPortIsFree(
+        flags.metrics_address, logger, kMetricsPortRetry,
         [&] {
           metrics.setPreparedClaims((*store)->preparedClaims().size());
           return registry.render() + renderScraped(scrapeHookOutcomes(config->nccl_hook, logger));
         },
-        [&] {
-          const DraKubeletServer& kubelet = **server;
-          return judgeDriverLiveness({kubelet.draSocketPresent(),
-                                      kubelet.registrationSocketPresent(), kubelet.registration(),
-                                      started},
-                                     clock.now(), flags.health_timeout);
-        },
-        [&] { return judgeDriverReadiness(publisher.state(), clock.now()); });
+        alive, [&] { return judgeDriverReadiness(publisher.state(), clock.now()); });
     if (!started_server) {
       logger.error("cannot serve metrics", {{"error", started_server.error().message}});
       return 1;
     }
     metrics_server = std::move(*started_server);
-    logger.info("serving /metrics and /healthz",
-                {{"port", std::to_string(metrics_server->port())}});
+    if (metrics_server->port() != 0) {
+      logger.info("serving /metrics and /healthz",
+                  {{"port", std::to_string(metrics_server->port())}});
+    }
   }
 
   // Node labels for NFD: computed when the topology changes or GPUDirect is due to be judged

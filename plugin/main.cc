@@ -8,6 +8,7 @@
 
 #include "common/process_start.h"
 #include "common/file_watcher.h"
+#include "common/liveness_watchdog.h"
 #include "common/log.h"
 #include "common/metrics.h"
 #include "plugin/flags.h"
@@ -40,18 +41,22 @@ int main(int argc, char** argv) {
     logger.error("cannot start", {{"error", status.error().message}});
     return 1;
   }
+  const LivenessWatchdog liveness([&manager] { return manager.healthz(); }, kLivenessPeriod,
+                                  kLivenessGrace, logAndExit(logger));
   MetricsServerPtr metrics_server;
   if (!flags->metrics_address.empty()) {
-    auto server = MetricsServer::start(
-        flags->metrics_address, [&manager] { return manager.renderMetrics(); },
-        [&manager] { return manager.healthz(); });
+    auto server = MetricsServer::startWhenPortIsFree(
+        flags->metrics_address, logger, kMetricsPortRetry,
+        [&manager] { return manager.renderMetrics(); }, [&manager] { return manager.healthz(); });
     if (!server) {
       logger.error("cannot serve metrics", {{"error", server.error().message}});
       return 1;
     }
     metrics_server = std::move(*server);
-    logger.info("serving /metrics and /healthz",
-                {{"port", std::to_string(metrics_server->port())}});
+    if (metrics_server->port() != 0) {
+      logger.info("serving /metrics and /healthz",
+                  {{"port", std::to_string(metrics_server->port())}});
+    }
   }
 
   std::stop_source stop;

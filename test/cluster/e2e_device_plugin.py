@@ -7,14 +7,17 @@ runc; what a container sees is read from inside it.
 """
 
 import os
+import select
+import subprocess
 import time
 import unittest
 
 from e2e_lib import (A100_GID_INDEX, A100_HCA, A100_RAIL_POD_GID_INDEX, A100_RAIL_POD_IPS,
                      CAP_IPC_LOCK, NAMESPACE, NODE, PROBE, REPO, STATE, ClusterTest,
                      attached_networks, cluster, create, expected_memlock, get, has_cap,
-                     hook_outcomes, kubectl, pytorchjob_worker, rail_networks, restore_ports,
-                     run_probe, runnable_here, set_port_state, toolbox_pod, wait_until)
+                     hook_outcomes, in_node_command, kubectl, pod_log, pytorchjob_worker,
+                     rail_networks, restore_ports, run_probe, runnable_here, set_port_state,
+                     toolbox_pod, wait_until)
 
 
 def allocatable(resource):
@@ -253,6 +256,60 @@ class DevicePluginFaults(ClusterTest):
             kubectl("-n", "kube-rdma", "scale", "deployment/rdma-webhook", "--replicas=2")
             kubectl("-n", "kube-rdma", "rollout", "status", "deployment/rdma-webhook",
                     "--timeout=120s", timeout=150)
+
+    def test_a_metrics_port_another_program_holds(self):
+        """dcgm-exporter (or anything else) on the plugin's metrics port: the plugin still serves
+        the devices, says so in its log and is not ready; it serves /metrics once the port is
+        free, and is never restarted for it."""
+        def plugin():
+            pods = [p for p in get("pods", namespace="kube-rdma")["items"]
+                    if p["metadata"]["name"].startswith("rdma-device-plugin-")
+                    and not p["metadata"].get("deletionTimestamp")]
+            return pods[0] if len(pods) == 1 else None
+
+        old = wait_until("the device plugin's pod", plugin)
+        node_ip = old["status"]["hostIP"]
+        # Takes the port the moment the old plugin lets it go, before the new one starts.
+        holder = subprocess.Popen(in_node_command("python3", "-c", f"""
+import socket, time
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # past the old plugin's TIME_WAITs
+while True:
+    try:
+        s.bind(({node_ip!r}, 9436))
+        break
+    except OSError:
+        time.sleep(0.005)
+s.listen()
+print("held", flush=True)
+time.sleep(300)
+"""), stdout=subprocess.PIPE, text=True)
+        try:
+            kubectl("delete", "pod", "-n", "kube-rdma", old["metadata"]["name"], "--wait=true")
+            ready, _, _ = select.select([holder.stdout], [], [], 60)
+            self.assertTrue(ready, "the port was never free")
+            self.assertEqual(holder.stdout.readline().strip(), "held")
+            new = wait_until("the new plugin to say the port is held", lambda: (
+                p := plugin()) and p["status"].get("phase") == "Running" and
+                "another program holds the metrics port" in pod_log(p["metadata"]["name"],
+                                                                     "kube-rdma") and p)
+            name = new["metadata"]["name"]
+            wait_until("rdma/shared in the allocatable", lambda: allocatable("rdma/shared") == "128")
+            _, report = run_probe(toolbox_pod("port-held", PROBE, limits={"rdma/shared": "1"}))
+            self.assertEqual(len([d for d in report["dev"] if "uverbs" in d]), 8, report["dev"])
+            status = get("pod", name, "kube-rdma")["status"]["containerStatuses"][0]
+            self.assertFalse(status["ready"])
+        finally:
+            holder.kill()
+            holder.wait()
+            holder.stdout.close()
+        wait_until("the plugin to be ready once the port is free",
+                   lambda: get("pod", name, "kube-rdma")["status"]["containerStatuses"][0]["ready"],
+                   timeout=90)
+        self.assertIn("the metrics port is free", pod_log(name, "kube-rdma"))
+        self.assertIn("no-own-gid", hook_outcomes("rdma-device-plugin"))
+        self.assertEqual(
+            get("pod", name, "kube-rdma")["status"]["containerStatuses"][0]["restartCount"], 0)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ import yaml
 from e2e_lib import (A100_GID_INDEX, A100_RAIL_POD_GID_INDEX, A100_RAIL_POD_IPS, CAP_IPC_LOCK,
                      NAMESPACE, NODE, PROBE, STATE, ClusterTest, attached_networks, cluster,
                      create, example_documents, expected_memlock, get, has_cap, hook_outcomes,
-                     kubectl, parse_report, pod_log, probe_container, pytorchjob_worker,
+                     in_node, kubectl, parse_report, pod_log, probe_container, pytorchjob_worker,
                      rail_networks, requests_of, restore_ports, run_probe, runnable_here,
                      set_port_state, toolbox_pod, wait_until)
 
@@ -62,14 +62,6 @@ def attribute(device, name):
 def our_slices():
     return [s for s in get("resourceslices")["items"]
             if s["spec"]["driver"] == DRIVER and s["spec"].get("nodeName") == NODE]
-
-
-def in_node(*command):
-    """Runs a command in the cluster's namespaces (the node's view of its files)."""
-    with open(os.path.join(STATE, "pids", "namespace")) as f:
-        holder = f.read().strip()
-    return subprocess.run(["nsenter", "--target", holder, "--mount", "--net", "--", *command],
-                          capture_output=True, text=True, check=False)
 
 
 class DraDriver(ClusterTest):

@@ -75,6 +75,19 @@ def cluster(*args):
     subprocess.run([os.path.join(REPO, "scripts", "cluster.sh"), *args], check=True)
 
 
+def in_node_command(*command):
+    """The command, to run in the cluster's namespaces (the node's view of its files and its
+    network)."""
+    with open(os.path.join(STATE, "pids", "namespace")) as f:
+        holder = f.read().strip()
+    return ["nsenter", "--target", holder, "--mount", "--net", "--", *command]
+
+
+def in_node(*command):
+    """Runs a command in the cluster's namespaces."""
+    return subprocess.run(in_node_command(*command), capture_output=True, text=True, check=False)
+
+
 def rail_networks(rails=range(1, 9)):
     """NetworkAttachmentDefinitions railN in the test namespace, as the network operator's shared
     RoCE setup gives pods their rails: a macvlan of the node's rdma-data0 (its stand-in for the
@@ -97,7 +110,7 @@ def hook_outcomes(daemon_prefix):
     pod = next(p["metadata"]["name"] for p in get("pods", namespace="kube-rdma")["items"]
                if p["metadata"]["name"].startswith(daemon_prefix)
                and p["status"].get("phase") == "Running")
-    text = kubectl("get", "--raw", f"/api/v1/namespaces/kube-rdma/pods/{pod}:9400/proxy/metrics")
+    text = kubectl("get", "--raw", f"/api/v1/namespaces/kube-rdma/pods/{pod}:9436/proxy/metrics")
     prefix = 'kube_rdma_nccl_hook_containers_total{outcome="'
     return {line[len(prefix):line.index('"', len(prefix))]: float(line.split()[-1])
             for line in text.splitlines() if line.startswith(prefix)}

@@ -1,0 +1,68 @@
+#include "common/liveness_watchdog.h"
+
+#include <unistd.h>
+
+#include <utility>
+
+namespace kube_rdma {
+
+LivenessWatchdog::LivenessWatchdog(JudgeFn judge, std::chrono::milliseconds period,
+                                   std::chrono::milliseconds grace, DeadFn on_dead)
+    : judge_(std::move(judge)), period_(period), grace_(grace), on_dead_(std::move(on_dead)),
+      last_alive_(std::chrono::steady_clock::now()) {
+  judging_ = std::thread([this] { judgeEveryPeriod(); });
+  watching_ = std::thread([this] { watch(); });
+}
+
+LivenessWatchdog::~LivenessWatchdog() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  stop_.notify_all();
+  judging_.join();
+  watching_.join();
+}
+
+void LivenessWatchdog::judgeEveryPeriod() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  do {
+    lock.unlock();
+    // Outside the lock: the watcher must see a judgement that hangs.
+    auto status = judge_();
+    lock.lock();
+    if (status) {
+      last_alive_ = std::chrono::steady_clock::now();
+      last_error_.clear();
+    } else {
+      last_error_ = status.error().message;
+    }
+  } while (!stop_.wait_for(lock, period_, [this] { return stopping_; }));
+}
+
+void LivenessWatchdog::watch() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!stop_.wait_for(lock, period_, [this] { return stopping_; })) {
+    const auto silent = std::chrono::steady_clock::now() - last_alive_;
+    if (silent < grace_) {
+      continue;
+    }
+    const auto seconds = std::chrono::duration_cast<std::chrono::milliseconds>(silent).count();
+    std::string why =
+        last_error_.empty()
+            ? "the health judgement has not returned for " + std::to_string(seconds) + " ms"
+            : "unhealthy for " + std::to_string(seconds) + " ms: " + last_error_;
+    lock.unlock();
+    on_dead_(why);
+    return;
+  }
+}
+
+LivenessWatchdog::DeadFn logAndExit(Logger& logger) {
+  return [&logger](const std::string& why) {
+    logger.error("not alive: exiting for the kubelet to restart the container", {{"why", why}});
+    _exit(1);
+  };
+}
+
+} // namespace kube_rdma
