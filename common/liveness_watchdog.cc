@@ -47,11 +47,11 @@ void LivenessWatchdog::watch() {
     if (silent < grace_) {
       continue;
     }
-    const auto seconds = std::chrono::duration_cast<std::chrono::milliseconds>(silent).count();
-    std::string why =
-        last_error_.empty()
-            ? "the health judgement has not returned for " + std::to_string(seconds) + " ms"
-            : "unhealthy for " + std::to_string(seconds) + " ms: " + last_error_;
+    const std::string ms =
+        std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(silent).count());
+    std::string why = last_error_.empty()
+                          ? "the health judgement has not returned for " + ms + " ms"
+                          : "unhealthy for " + ms + " ms: " + last_error_;
     lock.unlock();
     on_dead_(why);
     return;

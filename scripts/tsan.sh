@@ -27,4 +27,4 @@ fi
 cmake --build "$build_dir" -j "${JOBS:-2}" --target fixtures common_tests webhook_tests rdma-webhook \
   plugin_tests kubeclient_tests
 ctest --test-dir "$build_dir" --output-on-failure -j "${JOBS:-2}" --timeout 600 \
-  -R '^(InotifyWatcher|AdmissionServerTest|WebhookE2E|MetricsEndpoint|PluginConcurrency|ApiClientTest|ClaimCacheTest)\.'
+  -R '^(InotifyWatcher|AdmissionServerTest|WebhookE2E|MetricsEndpoint|PluginConcurrency|ApiClientTest|ClaimCacheTest|LivenessWatchdog)\.'
