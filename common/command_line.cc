@@ -108,6 +108,13 @@ void addNodeRootOptions(CLI::App& app, std::string& sysfs_root, std::string& pro
   root("--dev-root", dev_root, "where /dev/infiniband nodes are checked");
 }
 
+void addPodResourcesSocketOption(CLI::App& app, std::string& socket) {
+  app.add_option("--pod-resources-socket", socket,
+                 "the kubelet's PodResources API, asked at each scrape which pod holds which port "
+                 "(default: off)")
+      ->type_name("PATH");
+}
+
 void addMetricsAddressOption(CLI::App& app, std::string& address, const std::string& description) {
   addCheckedOption(
       app, "--metrics-address",

@@ -66,6 +66,10 @@ void addNodeRootOptions(CLI::App& app, std::string& sysfs_root, std::string& pro
 // where /metrics and the probes are served over plain HTTP; `address` keeps "" (off) unless given.
 void addMetricsAddressOption(CLI::App& app, std::string& address, const std::string& description);
 
+// Adds --pod-resources-socket PATH, the kubelet's PodResources socket both kubelet plugins may
+// ask which pod holds which port (kube_rdma_pod_port_info); `socket` keeps "" (off) unless given.
+void addPodResourcesSocketOption(CLI::App& app, std::string& socket);
+
 // Adds --nfd-features-file FILE and --nfd-features-ttl DURATION (whole seconds, at least 2 s), the
 // node labels both kubelet plugins can write for Node Feature Discovery (docs/node-labels.md).
 // `ttl` keeps its value unless the flag is given.

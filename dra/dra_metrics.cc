@@ -52,6 +52,10 @@ void DraMetrics::recordApiError(int code) {
   registry_.counter(dra_metrics::kApiErrors, {{"code", std::to_string(code)}}).inc();
 }
 
+void DraMetrics::recordPodResourcesError() {
+  registry_.counter(dra_metrics::kPodResourcesErrors).inc();
+}
+
 void DraMetrics::setPreparedClaims(size_t count) {
   prepared_claims_.set(static_cast<double>(count));
 }

@@ -24,6 +24,9 @@ inline constexpr MetricFamily kSlicePublications{
 inline constexpr MetricFamily kApiErrors{
     "kube_rdma_dra_api_errors_total",
     "Failed API server requests by HTTP status; code 0: no answer (connection, TLS, timeout)."};
+inline constexpr MetricFamily kPodResourcesErrors{
+    "kube_rdma_dra_pod_resources_errors_total",
+    "Scrapes whose PodResources List failed (kube_rdma_pod_port_info left out)."};
 inline constexpr MetricFamily kPreparedClaims{"kube_rdma_dra_prepared_claims",
                                               "Claims prepared on this node and not unprepared."};
 
@@ -41,6 +44,7 @@ public:
   // `code` is the HTTP status, 0 when no answer came.
   void recordApiError(int code);
   void setPreparedClaims(size_t count);
+  void recordPodResourcesError();
 
 private:
   MetricsRegistry& registry_;

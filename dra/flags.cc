@@ -31,6 +31,7 @@ Result<DraFlags> parseDraFlags(const std::vector<std::string>& args,
       ->type_name("DIR");
   addMetricsAddressOption(*app, flags.metrics_address,
                           "serve /metrics, /healthz and /readyz (default: off)");
+  addPodResourcesSocketOption(*app, flags.pod_resources_socket);
   addDurationOption(
       *app, "--health-timeout", std::chrono::milliseconds(100), std::chrono::hours(24),
       [&flags](std::chrono::milliseconds d) {

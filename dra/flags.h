@@ -22,6 +22,8 @@ struct DraFlags {
   std::string cdi_dir = "/var/run/cdi";
   std::string state_dir = "/var/run/kube-rdma/dra";
   std::string metrics_address; // empty: no /metrics and /healthz
+  // The kubelet's PodResources socket, for kube_rdma_pod_port_info; empty: not read.
+  std::string pod_resources_socket;
   // /healthz fails when the kubelet has not registered the driver, or no ResourceSlice round has
   // succeeded, for this long.
   std::chrono::milliseconds health_timeout = std::chrono::minutes(1);

@@ -5,7 +5,10 @@
 #include <filesystem>
 #include <ctime>
 #include <iostream>
+#include <iterator>
+#include <mutex>
 #include <optional>
+#include <vector>
 
 #include "common/process_start.h"
 #include "common/clock.h"
@@ -27,6 +30,7 @@
 #include "dra/dra_server.h"
 #include "dra/driver_probes.h"
 #include "dra/flags.h"
+#include "dra/pod_ports.h"
 #include "dra/slice_publisher.h"
 #include "kubeclient/api_client.h"
 #include "kubeclient/kubeconfig.h"
@@ -102,13 +106,29 @@ int run(const DraFlags& flags, const sigset_t& signals, Logger& logger) {
                                clock.now(), flags.health_timeout);
   };
   const LivenessWatchdog liveness(alive, kLivenessPeriod, kLivenessGrace, logAndExit(logger));
+  // Which pod holds which published port: the kubelet is asked at each scrape, the ports follow
+  // the topology (the loop below).
+  PodResourcesReader pod_resources(flags.pod_resources_socket, logger,
+                                   [&] { metrics.recordPodResourcesError(); });
+  std::mutex port_names_mutex;
+  DraPortNames port_names = draPortNames(topology, buildPools(topology, *config));
+  const auto claimPorts = [&]() -> std::vector<ScrapedFamily> {
+    const auto held = pod_resources.read();
+    if (!held) {
+      return {};
+    }
+    std::lock_guard<std::mutex> lock(port_names_mutex);
+    return {claimPortFamily(*held, port_names, flags.node_name)};
+  };
   MetricsServerPtr metrics_server;
   if (!flags.metrics_address.empty()) {
     auto started_server = MetricsServer::startWhenPortIsFree(
         flags.metrics_address, logger, kMetricsPortRetry,
         [&] {
           metrics.setPreparedClaims((*store)->preparedClaims().size());
-          return registry.render() + renderScraped(scrapeHookOutcomes(config->nccl_hook, logger));
+          auto scraped = scrapeHookOutcomes(config->nccl_hook, logger);
+          std::ranges::move(claimPorts(), std::back_inserter(scraped));
+          return registry.render() + renderScraped(scraped);
         },
         alive, [&] { return judgeDriverReadiness(publisher.state(), clock.now()); });
     if (!started_server) {
@@ -161,6 +181,10 @@ int run(const DraFlags& flags, const sigset_t& signals, Logger& logger) {
     }
     logger.info("the node changed", {{"devices", std::to_string(now.devices.size())}});
     topology = std::move(now);
+    {
+      std::lock_guard<std::mutex> lock(port_names_mutex);
+      port_names = draPortNames(topology, buildPools(topology, *config));
+    }
     health.update(deviceHealth(topology, *config));
     preparer.setTopology(topology);
     publisher.set(topology);

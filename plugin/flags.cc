@@ -24,6 +24,7 @@ Result<PluginFlags> parsePluginFlags(const std::vector<std::string>& args) {
       ->type_name("DIR");
   addMetricsAddressOption(*app, flags.metrics_address,
                           "serve /metrics and /healthz (default: off)");
+  addPodResourcesSocketOption(*app, flags.pod_resources_socket);
   app->add_option("--node-name", flags.node_name, "for logs")->type_name("NAME");
   addLogFormatOption(*app, flags.log_format);
   const auto kMinimum = std::chrono::milliseconds(1);

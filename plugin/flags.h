@@ -22,6 +22,8 @@ struct PluginFlags {
   std::string plugin_registry_dir = "/var/lib/kubelet/plugins_registry";
   std::string state_dir = "/var/run/kube-rdma";
   std::string metrics_address; // empty: no metrics endpoint
+  // The kubelet's PodResources socket, for kube_rdma_pod_port_info; empty: not read.
+  std::string pod_resources_socket;
   std::string node_name;
   LogFormat log_format = LogFormat::kText;
   // Every ListAndWatch stream re-sends the full list this often, so a lost update heals.

@@ -13,6 +13,7 @@
 #include "common/node_checks.h"
 #include "common/node_snapshot.h"
 #include "plugin/plugin_metrics.h"
+#include "plugin/pod_ports.h"
 #include "plugin/port_counters.h"
 #include "plugin/topology_json.h"
 
@@ -46,7 +47,9 @@ size_t healthyCount(const DeviceList& list) {
 PluginManager::PluginManager(PluginFlags flags, FileWatcher& watcher, Logger& logger,
                              MetricsRegistry& metrics)
     : flags_(std::move(flags)), watcher_(watcher), logger_(logger), metrics_(metrics),
-      mode_(chooseRegistrationMode(flags_.plugin_registry_dir)), state_(flags_.state_dir) {
+      mode_(chooseRegistrationMode(flags_.plugin_registry_dir)), state_(flags_.state_dir),
+      pod_resources_(flags_.pod_resources_socket, logger_,
+                     [this] { metrics_.counter(plugin_metrics::kPodResourcesErrors).inc(); }) {
   if (!flags_.nfd_features_file.empty()) {
     nfd_ = std::make_unique<NfdFeatureWriter>(flags_.nfd_features_file, flags_.nfd_features_ttl,
                                               std::make_shared<RealClock>());
@@ -523,6 +526,8 @@ void PluginManager::writeFiles(std::unique_lock<std::mutex>& lock) {
 }
 
 std::string PluginManager::renderMetrics() const {
+  // Before the lock: the kubelet answers in milliseconds, which Allocate must not wait for.
+  const auto held = pod_resources_.read();
   std::lock_guard<std::mutex> lock(mutex_);
   metrics_.clearGauge(plugin_metrics::kDevices.name);
   for (const auto& [name, pool] : pools_) {
@@ -537,6 +542,13 @@ std::string PluginManager::renderMetrics() const {
   // the ones applyConfig judged.
   auto scraped = portCounterFamilies(readPortCounters(flags_.sysfs_root, *topology_));
   scraped.push_back(node_checks_);
+  if (held) {
+    std::vector<NodePool> pools;
+    for (const auto& [name, pool] : pools_) {
+      pools.push_back(pool.manager->pool());
+    }
+    scraped.push_back(podPortFamily(*held, pools, *topology_));
+  }
   if (flags_.cdi) { // only CDI specs name kube-rdma-nccl-hook
     std::ranges::move(scrapeHookOutcomes(config_.nccl_hook, logger_), std::back_inserter(scraped));
   }

@@ -23,6 +23,7 @@
 #include "plugin/state_writer.h"
 #include "rpc/grpc_socket_server.h"
 #include "rpc/plugin_watcher_registration.h"
+#include "rpc/pod_resources_client.h"
 
 namespace kube_rdma {
 
@@ -99,6 +100,7 @@ private:
   MetricsRegistry& metrics_;
   const RegistrationMode mode_;
   const StateWriter state_;
+  mutable PodResourcesReader pod_resources_; // which pod holds which ID, read at each scrape
   std::unique_ptr<HealthWatcher> health_;
   // Only the event loop's thread uses them (in writeFiles), so they need no lock.
   std::unique_ptr<NfdFeatureWriter> nfd_;

@@ -15,6 +15,10 @@ inline constexpr MetricFamily kConfigReloads{"kube_rdma_plugin_config_reloads_to
                                              "Config reloads by outcome."};
 inline constexpr MetricFamily kListAndWatchSends{"kube_rdma_plugin_list_and_watch_sends_total",
                                                  "Device lists sent to the kubelet."};
-// The port counters, one family per counter file: plugin/port_counters.h.
+inline constexpr MetricFamily kPodResourcesErrors{
+    "kube_rdma_plugin_pod_resources_errors_total",
+    "Scrapes whose PodResources List failed (kube_rdma_pod_port_info left out)."};
+// The port counters, one family per counter file: plugin/port_counters.h; the ports each
+// container holds: plugin/pod_ports.h.
 
 } // namespace kube_rdma::plugin_metrics

@@ -10,11 +10,6 @@ namespace {
 
 constexpr const char* kRdmaCm = "/dev/infiniband/rdma_cm";
 
-// Exclusive IDs are PCI addresses (stable across renames); fall back to the name without one.
-std::string exclusiveId(const RdmaDevice& device) {
-  return device.pci_address.empty() ? device.name : device.pci_address;
-}
-
 // An HCA of the pool is usable when it is in the topology, has a uverbs node under --dev-root
 // and at least one of the pool's ports on it is ACTIVE.
 bool hcaUsable(const NodePool& pool, const NodeHealthView& node, const std::string& hca) {
@@ -88,6 +83,10 @@ ContainerAllocation buildAllocation(const NodePool& pool, const NodeTopology& to
     out.mounts.push_back({pool.spec.nccl.nccl_conf_path, nccl_conf_host_path, true});
   }
   return out;
+}
+
+std::string exclusiveId(const RdmaDevice& device) {
+  return device.pci_address.empty() ? device.name : device.pci_address;
 }
 
 bool PoolResourceManager::update(const NodeHealthView& node) {

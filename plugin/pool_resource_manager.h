@@ -27,6 +27,9 @@ struct NodeHealthView {
 // usable; exclusive pools one ID per HCA (its PCI address) with its NUMA node.
 std::vector<PluginDevice> poolDevices(const NodePool& pool, const NodeHealthView& node);
 
+// An exclusive pool's ID of an HCA: its PCI address (stable across renames), else its name.
+std::string exclusiveId(const RdmaDevice& device);
+
 // The CDI kind of a pool's devices: "kube-rdma.io/rdma_hca" for "rdma/hca".
 std::string cdiKind(const std::string& resource_name);
 

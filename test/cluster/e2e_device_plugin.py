@@ -14,10 +14,10 @@ import unittest
 
 from e2e_lib import (A100_GID_INDEX, A100_HCA, A100_RAIL_POD_GID_INDEX, A100_RAIL_POD_IPS,
                      CAP_IPC_LOCK, NAMESPACE, NODE, PROBE, REPO, STATE, ClusterTest,
-                     attached_networks, cluster, create, expected_memlock, get, has_cap,
-                     hook_outcomes, in_node_command, kubectl, pod_log, pytorchjob_worker,
-                     rail_networks, restore_ports, run_probe, runnable_here, set_port_state,
-                     toolbox_pod, wait_until)
+                     attached_networks, cluster, create, daemon_metrics, expected_memlock, get,
+                     has_cap, hook_outcomes, in_node_command, kubectl, pod_log,
+                     pytorchjob_worker, rail_networks, restore_ports, run_probe, runnable_here,
+                     set_port_state, toolbox_pod, wait_until)
 
 
 def allocatable(resource):
@@ -89,6 +89,13 @@ class DevicePluginPods(ClusterTest):
         line = self.hook_log_line(pod)
         self.assertIn("only loopback and veth interfaces", line)
         self.assertIn("outcome=no-own-gid", line)
+        # The real kubelet's PodResources API names the running pod as the holder of the pool's
+        # eight ports, each joinable with its counters on device and port.
+        held = [line for line in daemon_metrics("rdma-device-plugin").splitlines()
+                if line.startswith("kube_rdma_pod_port_info{") and 'pod="resource"' in line]
+        self.assertEqual(sorted(held), sorted(
+            f'kube_rdma_pod_port_info{{container="main",device="mlx5_{i}",namespace="{NAMESPACE}",'
+            f'pod="resource",port="1",resource="rdma/shared"}} 1' for i in range(1, 9)))
 
     def hook_log_line(self, pod):
         """kube-rdma-nccl-hook's one log line for the pod's container."""

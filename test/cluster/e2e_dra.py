@@ -14,10 +14,10 @@ import unittest
 import yaml
 from e2e_lib import (A100_GID_INDEX, A100_RAIL_POD_GID_INDEX, A100_RAIL_POD_IPS, CAP_IPC_LOCK,
                      NAMESPACE, NODE, PROBE, STATE, ClusterTest, attached_networks, cluster,
-                     create, example_documents, expected_memlock, get, has_cap, hook_outcomes,
-                     in_node, kubectl, parse_report, pod_log, probe_container, pytorchjob_worker,
-                     rail_networks, requests_of, restore_ports, run_probe, runnable_here,
-                     set_port_state, toolbox_pod, wait_until)
+                     create, daemon_metrics, example_documents, expected_memlock, get, has_cap,
+                     hook_outcomes, in_node, kubectl, parse_report, pod_log, probe_container,
+                     pytorchjob_worker, rail_networks, requests_of, restore_ports, run_probe,
+                     runnable_here, set_port_state, toolbox_pod, wait_until)
 
 DRIVER = "rdma.kube-rdma.io"
 DOMAIN = DRIVER + "/"
@@ -165,6 +165,12 @@ class DraDriver(ClusterTest):
         after = hook_outcomes("rdma-dra-driver")
         self.assertEqual({k: after[k] - before[k] for k in after if after[k] != before[k]},
                          {"own-gid-index": 1, "no-own-gid": 1})
+        # The real kubelet's PodResources API: both pods hold the claim's one port.
+        held = sorted(line for line in daemon_metrics("rdma-dra-driver").splitlines()
+                      if line.startswith("kube_rdma_pod_port_info{") and 'claim="rail-nic"' in line)
+        self.assertEqual(held, [
+            f'kube_rdma_pod_port_info{{claim="rail-nic",container="main",device="mlx5_1",'
+            f'namespace="{NAMESPACE}",pod="{name}",port="1"}} 1' for name in ("on-rail", "plain")])
         for name in ("on-rail", "plain"):
             kubectl("delete", "pod", "-n", NAMESPACE, name, "--wait=true")
 

@@ -104,13 +104,18 @@ def rail_networks(rails=range(1, 9)):
     return {"k8s.v1.cni.cncf.io/networks": ",".join(f"rail{rail}" for rail in rails)}
 
 
-def hook_outcomes(daemon_prefix):
-    """kube_rdma_nccl_hook_containers_total by outcome, from the /metrics of the kube-rdma pod whose
-    name starts with `daemon_prefix`, through the API server's pod proxy as an operator reads it."""
+def daemon_metrics(daemon_prefix):
+    """The /metrics of the kube-rdma pod whose name starts with `daemon_prefix`, through the API
+    server's pod proxy as an operator reads it."""
     pod = next(p["metadata"]["name"] for p in get("pods", namespace="kube-rdma")["items"]
                if p["metadata"]["name"].startswith(daemon_prefix)
                and p["status"].get("phase") == "Running")
-    text = kubectl("get", "--raw", f"/api/v1/namespaces/kube-rdma/pods/{pod}:9436/proxy/metrics")
+    return kubectl("get", "--raw", f"/api/v1/namespaces/kube-rdma/pods/{pod}:9436/proxy/metrics")
+
+
+def hook_outcomes(daemon_prefix):
+    """kube_rdma_nccl_hook_containers_total by outcome, from the daemon's /metrics."""
+    text = daemon_metrics(daemon_prefix)
     prefix = 'kube_rdma_nccl_hook_containers_total{outcome="'
     return {line[len(prefix):line.index('"', len(prefix))]: float(line.split()[-1])
             for line in text.splitlines() if line.startswith(prefix)}

@@ -320,7 +320,7 @@ struct PluginResult {
 // itself hidden behind an empty tmpfs, so that only SYSFS_PATH leads libibverbs to sysfs. The
 // kubelet is the simulator (its socket directory is the device-plugins volume); it has no
 // plugin-watcher directory, so the plugins_registry volume is left out and the plugin registers
-// on kubelet.sock.
+// on kubelet.sock; its PodResources directory is empty (no per-pod metric here).
 class SoftRoceVerbsOverlay : public PluginTestBase {
 protected:
   SoftRoceVerbsOverlay() : PluginTestBase(kDeadline) {}
@@ -347,7 +347,8 @@ protected:
         {"/dev/infiniband", "/dev/infiniband"},
         {"/var/lib/kubelet/device-plugins", kubelet_dir},
         {"/var/run/kube-rdma", tmp_.sub(name + "-state")},
-        {"/var/lib/kube-rdma", tmp_.sub(name + "-lib")}};
+        {"/var/lib/kube-rdma", tmp_.sub(name + "-lib")},
+        {"/var/lib/kubelet/pod-resources", tmp_.sub(name + "-pod-resources")}};
     std::vector<std::string> mounted;
     std::string script = "set -e\n";
     for (const auto& m : pod_.at("mounts")) {
