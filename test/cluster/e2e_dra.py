@@ -13,22 +13,18 @@ import unittest
 
 import yaml
 from e2e_lib import (A100_GID_INDEX, A100_RAIL_POD_GID_INDEX, A100_RAIL_POD_IPS, CAP_IPC_LOCK,
-                     NAMESPACE, NODE, PROBE, STATE, ClusterTest, attached_networks, cluster,
-                     create, daemon_metrics, example_documents, expected_memlock, get, has_cap,
-                     hook_outcomes, in_node, kubectl, parse_report, pod_log, probe_container,
-                     pytorchjob_worker, rail_networks, requests_of, restore_ports, run_probe,
-                     runnable_here, set_port_state, toolbox_pod, wait_until)
+                     GPU_CLASS, NAMESPACE, NODE, PROBE, STATE, ClusterTest, attached_networks,
+                     cluster, create, daemon_metrics, example_documents, expected_memlock, get,
+                     has_cap, hook_outcomes, in_node, kubectl, parse_report, pod_log,
+                     probe_container, pytorchjob_worker, rail_networks, requests_of,
+                     restore_ports, run_probe, runnable_here, set_port_state, start_fake_gpus,
+                     toolbox_pod, wait_until)
 
 DRIVER = "rdma.kube-rdma.io"
 DOMAIN = DRIVER + "/"
 
 
 # The DeviceClass NVIDIA's GPU driver installs, for the fake GPU driver's devices.
-GPU_CLASS = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
-             "metadata": {"name": "gpu.nvidia.com"},
-             "spec": {"selectors": [{"cel": {"expression": "device.driver == 'gpu.nvidia.com'"}}]}}
-
-
 def pod_claim(pod_name):
     """The ResourceClaim the pod's first claim template made for it."""
     status = get("pod", pod_name, NAMESPACE)["status"]
@@ -44,14 +40,6 @@ def allocation_results(claim):
 ANY_PORT_CLASS = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
                   "metadata": {"name": "e2e-any-port"},
                   "spec": {"selectors": [{"cel": {"expression": f"device.driver == '{DRIVER}'"}}]}}
-
-
-def start_fake_gpus(gpus):
-    """The fake GPU driver with GPUs NAME=PCIE_ROOT, once its slice is published (a pod created
-    before would wait for the scheduler's next retry)."""
-    cluster("start", "fake-gpu-driver", *[a for g in gpus for a in ("--gpu", g)])
-    wait_until("the fake GPU driver's slice", lambda: [
-        s for s in get("resourceslices")["items"] if s["spec"]["driver"] == "gpu.nvidia.com"])
 
 
 def attribute(device, name):

@@ -75,6 +75,20 @@ def cluster(*args):
     subprocess.run([os.path.join(REPO, "scripts", "cluster.sh"), *args], check=True)
 
 
+# The fake GPU driver's class (test/cluster/fake-gpu-driver: driver gpu.nvidia.com).
+GPU_CLASS = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+             "metadata": {"name": "gpu.nvidia.com"},
+             "spec": {"selectors": [{"cel": {"expression": "device.driver == 'gpu.nvidia.com'"}}]}}
+
+
+def start_fake_gpus(gpus):
+    """The fake GPU driver with GPUs NAME=PCIE_ROOT, once its slice is published (a pod created
+    before would wait for the scheduler's next retry)."""
+    cluster("start", "fake-gpu-driver", *[a for g in gpus for a in ("--gpu", g)])
+    wait_until("the fake GPU driver's slice", lambda: [
+        s for s in get("resourceslices")["items"] if s["spec"]["driver"] == "gpu.nvidia.com"])
+
+
 def in_node_command(*command):
     """The command, to run in the cluster's namespaces (the node's view of its files and its
     network)."""

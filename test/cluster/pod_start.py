@@ -3,7 +3,9 @@ the pod's Ready condition arriving on a watch, for a pod that asks for RDMA besi
 without it, created alternately, one at a time. The RDMA pod goes through everything kube-rdma
 adds: the webhook's mutation, the scheduler's fit of the extended resource (or the claim), the
 device plugin's Allocate (or the DRA driver's prepare) with its CDI devices, and the runtime's
-memlock and NCCL hooks. The plain pod is the reference in the same run.
+memlock and NCCL hooks. The reference in the same run: under the device plugin the same pod
+without RDMA; under the DRA driver a pod with a claim of one fake GPU from the fake GPU driver
+(test/cluster/fake-gpu-driver), so that Kubernetes' own claim handling is on both sides.
 
     scripts/cluster.sh up [--driver dra] && export KUBECONFIG=/var/tmp/kube-rdma-cluster/kubeconfig
     /usr/bin/python3 test/cluster/pod_start.py --rounds 20 [--driver dra]
@@ -20,7 +22,8 @@ import subprocess
 import threading
 import time
 
-from e2e_lib import NAMESPACE, create, kubectl, toolbox_pod, wait_until
+from e2e_lib import (GPU_CLASS, NAMESPACE, cluster, create, kubectl, start_fake_gpus, toolbox_pod,
+                     wait_until)
 
 
 class ReadyWatch:
@@ -55,20 +58,27 @@ class ReadyWatch:
         self.process.wait()
 
 
-# What a DRA pod asks for: one RoCE port, by a claim made from this template.
-ONE_PORT = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
-            "metadata": {"name": "one-port", "namespace": NAMESPACE},
+def one_device_template(name, device_class):
+    """A ResourceClaimTemplate of one device of `device_class`."""
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+            "metadata": {"name": name, "namespace": NAMESPACE},
             "spec": {"spec": {"devices": {"requests": [{
-                "name": "nic", "exactly": {"deviceClassName": "roce.rdma.kube-rdma.io"}}]}}}}
+                "name": "one", "exactly": {"deviceClassName": device_class}}]}}}}
 
 
-def rdma_pod(name, driver):
+def claim_pod(name, template):
+    pod = toolbox_pod(name, "true")
+    pod["spec"]["resourceClaims"] = [{"name": "one", "resourceClaimTemplateName": template}]
+    pod["spec"]["containers"][0]["resources"] = {"claims": [{"name": "one"}]}
+    return pod
+
+
+def pod_of(kind, name, driver):
     if driver == "dra":
-        pod = toolbox_pod(name, "true")
-        pod["spec"]["resourceClaims"] = [{"name": "nic", "resourceClaimTemplateName": "one-port"}]
-        pod["spec"]["containers"][0]["resources"] = {"claims": [{"name": "nic"}]}
-        return pod
-    return toolbox_pod(name, "true", limits={"rdma/shared": "1"})
+        return claim_pod(name, "one-port" if kind == "rdma" else "one-gpu")
+    if kind == "rdma":
+        return toolbox_pod(name, "true", limits={"rdma/shared": "1"})
+    return toolbox_pod(name, "true")
 
 
 def main():
@@ -81,16 +91,22 @@ def main():
     kubectl("create", "namespace", NAMESPACE)
     wait_until("the default service account", lambda: kubectl(
         "get", "serviceaccount", "default", "-n", NAMESPACE, check=False).returncode == 0)
+    reference = "plain"
     if args.driver == "dra":
-        kubectl("apply", "-f", "-", stdin=json.dumps(ONE_PORT))
+        reference = "gpu"
+        start_fake_gpus(["gpu-0=pci0000:f0"])
+        kubectl("apply", "-f", "-", stdin=json.dumps(GPU_CLASS))
+        for template in (one_device_template("one-port", "roce.rdma.kube-rdma.io"),
+                         one_device_template("one-gpu", "gpu.nvidia.com")):
+            kubectl("apply", "-f", "-", stdin=json.dumps(template))
     watch = ReadyWatch()
-    times = {"plain": [], "rdma": []}
+    times = {reference: [], "rdma": []}
     try:
         for i in range(-1, args.rounds):  # round -1 warms both paths up and is not counted
-            order = ["plain", "rdma"] if i % 2 == 0 else ["rdma", "plain"]
+            order = [reference, "rdma"] if i % 2 == 0 else ["rdma", reference]
             for kind in order:
                 name = f"{kind}-{i + 1}"
-                pod = rdma_pod(name, args.driver) if kind == "rdma" else toolbox_pod(name, "true")
+                pod = pod_of(kind, name, args.driver)
                 created = time.monotonic()  # kubectl's start, and the admission, included
                 create(pod)
                 ready = watch.wait(name)
@@ -99,7 +115,10 @@ def main():
                 kubectl("delete", "pod", "-n", NAMESPACE, name, "--wait=true")
     finally:
         watch.stop()
-        kubectl("delete", "namespace", NAMESPACE, "--ignore-not-found", "--wait=false")
+        kubectl("delete", "namespace", NAMESPACE, "--ignore-not-found", "--wait=true",
+                timeout=180)
+        if args.driver == "dra":
+            cluster("stop", "fake-gpu-driver")
 
     medians = {}
     for kind, values in times.items():
@@ -108,8 +127,8 @@ def main():
         p90 = values[min(len(values) - 1, int(len(values) * 0.9))]
         print(f"{kind:5}  n={len(values)}  p50 {medians[kind]:.0f} ms  p90 {p90:.0f} ms  "
               f"max {values[-1]:.0f} ms")
-    print(f"rdma - plain at p50: {medians['rdma'] - medians['plain']:+.0f} ms "
-          f"({medians['rdma'] / medians['plain']:.2f}x)")
+    print(f"rdma - {reference} at p50: {medians['rdma'] - medians[reference]:+.0f} ms "
+          f"({medians['rdma'] / medians[reference]:.2f}x)")
 
 
 if __name__ == "__main__":
