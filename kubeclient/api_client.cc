@@ -176,7 +176,9 @@ ApiError ApiClient::transportError(const char* method, const std::string& path,
                                    const httplib::SSLClient& connection, int error) const {
   const auto kind = static_cast<httplib::Error>(error);
   std::string what = httplib::to_string(kind);
-  if (kind == httplib::Error::SSLServerVerification) {
+  if (kind == httplib::Error::Connection) { // httplib's word alone: "Connection"
+    what = "cannot connect (no route, refused or timed out)";
+  } else if (kind == httplib::Error::SSLServerVerification) {
     const long verify = connection.get_openssl_verify_result();
     what = verify == X509_V_OK ? "the server's certificate does not name " + address_.host
                                : std::string("the server's certificate is not trusted: ") +

@@ -194,12 +194,15 @@ EOF
 }
 EOF
   # One plugin, not a conflist: Multus 4.2 caches a conflist delegate without its plugins'
-  # own fields and then fails every pod's DEL ("no IP ranges specified").
+  # own fields and then fails every pod's DEL ("no IP ranges specified"). The default route
+  # (isDefaultGateway) takes a pod's traffic to Services, the kubernetes one included, through
+  # the node's kube-proxy rules; without it the webhook cannot read ResourceClaims.
   cat >"$state/cni-default/10-bridge.conf" <<EOF
 {
   "cniVersion": "1.0.0",
   "name": "kube-rdma-e2e",
-  "type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": false, "hairpinMode": true,
+  "type": "bridge", "bridge": "cni0", "isGateway": true, "isDefaultGateway": true,
+  "ipMasq": false, "hairpinMode": true,
   "ipam": {"type": "host-local", "ranges": [[{"subnet": "$pod_cidr", "gateway": "10.88.0.1"}]]}
 }
 EOF

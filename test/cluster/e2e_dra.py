@@ -141,9 +141,15 @@ class DraDriver(ClusterTest):
         namespace: two answers for one claim."""
         before = hook_outcomes("rdma-dra-driver")
         create(one_nic_claim("rail-nic", device="mlx5_1"))
-        _, on_rail = run_probe(toolbox_pod("on-rail", PROBE, claims=["rail-nic"],
-                                           annotations=rail_networks([1])))
-        _, plain = run_probe(toolbox_pod("plain", PROBE, claims=["rail-nic"]))
+        on_rail_pod, on_rail = run_probe(toolbox_pod("on-rail", PROBE, claims=["rail-nic"],
+                                                     annotations=rail_networks([1])))
+        plain_pod, plain = run_probe(toolbox_pod("plain", PROBE, claims=["rail-nic"]))
+        # Only the claim makes these RDMA pods: the webhook read it from the API server (through
+        # the kubernetes Service, from the pod network) and added IPC_LOCK.
+        for admitted, report in ((on_rail_pod, on_rail), (plain_pod, plain)):
+            self.assertIn("IPC_LOCK", admitted["spec"]["containers"][0]["securityContext"]
+                          ["capabilities"]["add"])
+            self.assertTrue(has_cap(report["capeff"], CAP_IPC_LOCK))
         self.assertEqual(attached_networks("on-rail"), {"net1": [A100_RAIL_POD_IPS[0]]})
         for report in (on_rail, plain):
             self.assertEqual(report["conf"].get("NCCL_IB_HCA"), "=mlx5_1:1")

@@ -12,11 +12,21 @@ without RDMA; under the DRA driver a pod with a claim of one fake GPU from the f
 
 Prints one line per kind (p50 / p90 / max) and the difference of the medians; BENCHMARKS.md
 records it.
+
+    /usr/bin/python3 test/cluster/pod_start.py --burst 32 [--driver dra]
+
+instead creates the workers of a job at once (one `kubectl create` of 32 RDMA pods; under the DRA
+driver all of them using one ResourceClaim of every RoCE port, as a job shares its NICs) and
+prints how long until the last is Ready, the webhook's admission time from the API server's own
+histogram (apiserver_admission_webhook_admission_duration_seconds, its change over the burst),
+and how the webhook read the claim (rdma_webhook_claim_reads_total by source: one GET for the
+job, not one per pod).
 """
 
 import argparse
+import collections
 import json
-import queue
+import re
 import statistics
 import subprocess
 import threading
@@ -31,7 +41,8 @@ class ReadyWatch:
     arrived as True, by its monotonic time here."""
 
     def __init__(self):
-        self.ready = queue.Queue()
+        self.ready = {}
+        self.changed = threading.Condition()
         self.process = subprocess.Popen(
             ["kubectl", "get", "pods", "-n", NAMESPACE, "--watch", "-o",
              'jsonpath={.metadata.name} {.status.conditions[?(@.type=="Ready")].status}{"\\n"}'],
@@ -39,19 +50,18 @@ class ReadyWatch:
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self):
-        seen = set()
         for line in self.process.stdout:
             name, _, status = line.strip().partition(" ")
-            if status == "True" and name not in seen:
-                seen.add(name)
-                self.ready.put((name, time.monotonic()))
+            with self.changed:
+                if status == "True" and name not in self.ready:
+                    self.ready[name] = time.monotonic()
+                    self.changed.notify_all()
 
     def wait(self, name, timeout=120):
-        deadline = time.monotonic() + timeout
-        while True:
-            got, at = self.ready.get(timeout=max(0.0, deadline - time.monotonic()))
-            if got == name:
-                return at
+        with self.changed:
+            if not self.changed.wait_for(lambda: name in self.ready, timeout):
+                raise AssertionError(f"{name} not Ready within {timeout} s")
+            return self.ready[name]
 
     def stop(self):
         self.process.kill()
@@ -81,10 +91,83 @@ def pod_of(kind, name, driver):
     return toolbox_pod(name, "true")
 
 
+def metric_totals(text, name, labels_wanted=()):
+    """Sums of `name`'s samples in a Prometheus text, by the values of `labels_wanted`."""
+    totals = collections.Counter()
+    for line in text.splitlines():
+        m = re.match(rf'^{name}(?:{{(.*)}})? (\S+)$', line)
+        if m:
+            labels = dict(re.findall(r'(\w+)="([^"]*)"', m.group(1) or ""))
+            totals[tuple(labels.get(k, "") for k in labels_wanted)] += float(m.group(2))
+    return totals
+
+
+def webhook_metrics():
+    """The /metrics of every webhook replica, through the API server's pod proxy."""
+    pods = json.loads(kubectl("get", "pods", "-n", "kube-rdma", "-o", "json"))["items"]
+    return "\n".join(kubectl("get", "--raw", f"/api/v1/namespaces/kube-rdma/pods/"
+                             f"{p['metadata']['name']}:9090/proxy/metrics")
+                     for p in pods if p["metadata"]["name"].startswith("rdma-webhook")
+                     and p["status"].get("phase") == "Running")
+
+
+ADMISSION = "apiserver_admission_webhook_admission_duration_seconds"
+
+
+def admission_buckets():
+    """The API server's admission histogram of kube-rdma's webhook, by upper bound."""
+    text = kubectl("get", "--raw", "/metrics")
+    return {float(le): count for (name, le), count in
+            metric_totals(text, ADMISSION + "_bucket", ("name", "le")).items()
+            if "kube-rdma" in name and le != "+Inf"}, \
+        sum(c for (name,), c in metric_totals(text, ADMISSION + "_count", ("name",)).items()
+            if "kube-rdma" in name)
+
+
+def burst(args, watch):
+    """Creates args.burst RDMA pods at once and waits for all of them."""
+    pods = []
+    if args.driver == "dra":
+        kubectl("apply", "-f", "-", stdin=json.dumps({
+            "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"name": "job-nics", "namespace": NAMESPACE},
+            "spec": {"devices": {"requests": [{"name": "nics", "exactly": {
+                "deviceClassName": "roce.rdma.kube-rdma.io", "allocationMode": "All"}}]}}}))
+    for i in range(args.burst):
+        pod = toolbox_pod(f"worker-{i}", "true")
+        if args.driver == "dra":
+            pod["spec"]["resourceClaims"] = [{"name": "nics", "resourceClaimName": "job-nics"}]
+            pod["spec"]["containers"][0]["resources"] = {"claims": [{"name": "nics"}]}
+        else:
+            pod["spec"]["containers"][0]["resources"] = {"limits": {"rdma/shared": "1"}}
+        pods.append(pod)
+    buckets_before, count_before = admission_buckets()
+    reads_before = metric_totals(webhook_metrics(), "rdma_webhook_claim_reads_total", ("source",))
+    created = time.monotonic()
+    kubectl("create", "-f", "-", stdin=json.dumps({"apiVersion": "v1", "kind": "List",
+                                                    "items": pods}))
+    admitted = time.monotonic()
+    last = max(watch.wait(p["metadata"]["name"], timeout=300) for p in pods)
+    buckets_after, count_after = admission_buckets()
+    reads_after = metric_totals(webhook_metrics(), "rdma_webhook_claim_reads_total", ("source",))
+    reviews = count_after - count_before
+    p99_bound = next((le for le in sorted(buckets_after)
+                      if buckets_after[le] - buckets_before.get(le, 0) >= 0.99 * reviews), None)
+    print(f"{args.burst} pods: created in {(admitted - created) * 1000:.0f} ms, the last Ready "
+          f"{last - created:.2f} s after the create started")
+    print(f"webhook admissions during the burst: {reviews:.0f}, p99 <= {p99_bound} s "
+          f"(the API server's histogram bucket)")
+    print("webhook claim reads: " + ", ".join(
+        f"{source}={reads_after[(source,)] - reads_before[(source,)]:.0f}"
+        for source in ("api", "cache", "in-flight")))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--driver", choices=["device-plugin", "dra"], default="device-plugin")
+    parser.add_argument("--burst", type=int, default=0,
+                        help="create this many RDMA pods at once instead")
     args = parser.parse_args()
 
     kubectl("delete", "namespace", NAMESPACE, "--ignore-not-found", "--wait=true", timeout=180)
@@ -100,6 +183,16 @@ def main():
                          one_device_template("one-gpu", "gpu.nvidia.com")):
             kubectl("apply", "-f", "-", stdin=json.dumps(template))
     watch = ReadyWatch()
+    if args.burst:
+        try:
+            burst(args, watch)
+        finally:
+            watch.stop()
+            kubectl("delete", "namespace", NAMESPACE, "--ignore-not-found", "--wait=true",
+                    timeout=300)
+            if args.driver == "dra":
+                cluster("stop", "fake-gpu-driver")
+        return
     times = {reference: [], "rdma": []}
     try:
         for i in range(-1, args.rounds):  # round -1 warms both paths up and is not counted

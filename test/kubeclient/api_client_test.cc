@@ -191,6 +191,17 @@ TEST_F(ApiClientTest, KeepAliveServesManyRequestsOnOneConnection) {
   EXPECT_EQ(simulator_->connectionCount(), 1u);
 }
 
+TEST_F(ApiClientTest, NoServerIsAnErrorThatSaysItCouldNotConnect) {
+  ApiConfig gone = config();
+  const std::string server = gone.server;
+  simulator_.reset(); // nothing listens on its port any more
+  ApiResult<json> unreachable = client(gone)->get(slicePath("s"));
+  ASSERT_FALSE(unreachable);
+  EXPECT_EQ(unreachable.error().code, 0);
+  EXPECT_EQ(unreachable.error().message,
+            "GET " + server + slicePath("s") + ": cannot connect (no route, refused or timed out)");
+}
+
 TEST_F(ApiClientTest, AWrongOrMissingTokenIsUnauthorized) {
   ApiConfig wrong = config();
   wrong.token = "guessed";
