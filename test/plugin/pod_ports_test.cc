@@ -4,6 +4,9 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
+#include <sstream>
+
 #include "common/sysfs_discovery.h"
 #include "plugin/pool_resource_manager.h"
 #include "podresources/v1/api.grpc.pb.h"
@@ -148,6 +151,25 @@ TEST(ListPodResources, NoKubeletIsAnErrorNamingTheSocket) {
   EXPECT_TRUE(
       held.error().message.starts_with("PodResources List on " + dir.path() + "/kubelet.sock: "))
       << held.error().message;
+}
+
+TEST(PodResourcesReader, AFailedListIsCountedEachTimeAndLoggedOnceUntilItChanges) {
+  TempDir dir;
+  std::ostringstream log;
+  Logger logger(log);
+  int errors = 0;
+  PodResourcesReader reader(dir.path() + "/kubelet.sock", logger, [&errors] { ++errors; });
+  EXPECT_FALSE(reader.read());
+  EXPECT_FALSE(reader.read());
+  EXPECT_EQ(errors, 2);
+  const std::string text = log.str();
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1) << text;
+  EXPECT_NE(text.find("cannot read the kubelet's PodResources"), std::string::npos) << text;
+
+  int unused = 0;
+  PodResourcesReader off("", logger, [&unused] { ++unused; });
+  EXPECT_FALSE(off.read());
+  EXPECT_EQ(unused, 0);
 }
 
 } // namespace
