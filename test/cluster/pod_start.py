@@ -183,36 +183,37 @@ def main():
                          one_device_template("one-gpu", "gpu.nvidia.com")):
             kubectl("apply", "-f", "-", stdin=json.dumps(template))
     watch = ReadyWatch()
-    if args.burst:
-        try:
-            burst(args, watch)
-        finally:
-            watch.stop()
-            kubectl("delete", "namespace", NAMESPACE, "--ignore-not-found", "--wait=true",
-                    timeout=300)
-            if args.driver == "dra":
-                cluster("stop", "fake-gpu-driver")
-        return
-    times = {reference: [], "rdma": []}
     try:
-        for i in range(-1, args.rounds):  # round -1 warms both paths up and is not counted
-            order = [reference, "rdma"] if i % 2 == 0 else ["rdma", reference]
-            for kind in order:
-                name = f"{kind}-{i + 1}"
-                pod = pod_of(kind, name, args.driver)
-                created = time.monotonic()  # kubectl's start, and the admission, included
-                create(pod)
-                ready = watch.wait(name)
-                if i >= 0:
-                    times[kind].append((ready - created) * 1000)
-                kubectl("delete", "pod", "-n", NAMESPACE, name, "--wait=true")
+        if args.burst:
+            burst(args, watch)
+        else:
+            report(alternate(args, watch, reference), reference)
     finally:
         watch.stop()
         kubectl("delete", "namespace", NAMESPACE, "--ignore-not-found", "--wait=true",
-                timeout=180)
+                timeout=300)
         if args.driver == "dra":
             cluster("stop", "fake-gpu-driver")
 
+
+def alternate(args, watch, reference):
+    """create -> Ready in ms of each kind, the RDMA pod and the reference taking turns."""
+    times = {reference: [], "rdma": []}
+    for i in range(-1, args.rounds):  # round -1 warms both paths up and is not counted
+        order = [reference, "rdma"] if i % 2 == 0 else ["rdma", reference]
+        for kind in order:
+            name = f"{kind}-{i + 1}"
+            pod = pod_of(kind, name, args.driver)
+            created = time.monotonic()  # kubectl's start, and the admission, included
+            create(pod)
+            ready = watch.wait(name)
+            if i >= 0:
+                times[kind].append((ready - created) * 1000)
+            kubectl("delete", "pod", "-n", NAMESPACE, name, "--wait=true")
+    return times
+
+
+def report(times, reference):
     medians = {}
     for kind, values in times.items():
         values.sort()
@@ -222,7 +223,6 @@ def main():
               f"max {values[-1]:.0f} ms")
     print(f"rdma - {reference} at p50: {medians['rdma'] - medians[reference]:+.0f} ms "
           f"({medians['rdma'] / medians[reference]:.2f}x)")
-
 
 if __name__ == "__main__":
     main()
