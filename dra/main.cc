@@ -136,10 +136,6 @@ int run(const DraFlags& flags, const sigset_t& signals, Logger& logger) {
       return 1;
     }
     metrics_server = std::move(*started_server);
-    if (metrics_server->port() != 0) {
-      logger.info("serving /metrics and /healthz",
-                  {{"port", std::to_string(metrics_server->port())}});
-    }
   }
 
   // Node labels for NFD: computed when the topology changes or GPUDirect is due to be judged

@@ -120,6 +120,9 @@ Result<std::unique_ptr<MetricsServer>> MetricsServer::open(const std::string& ad
     started.port = first.port;
     started.bound = true;
     started.thread = std::thread([&started] { started.listen(); });
+    if (wait_logger != nullptr) {
+      wait_logger->info("serving /metrics and /healthz", {{"port", std::to_string(first.port)}});
+    }
     return std::unique_ptr<MetricsServer>(new MetricsServer(std::move(impl)));
   }
   Logger& logger = *wait_logger;

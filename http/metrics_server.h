@@ -23,7 +23,8 @@ public:
                                                       HealthFn health, HealthFn ready = nullptr);
   // As start(), for a daemon on the host network whose devices must not wait on its metrics: a
   // port another program holds (dcgm-exporter's 9400 was ours once) is logged as an error that
-  // says what to do, tried again every `retry` and served from when it is free (logged too).
+  // says what to do, tried again every `retry` and served from when it is free; where it serves
+  // is logged either way.
   // Any other error, a malformed address or one the node does not have, fails as start's.
   static Result<std::unique_ptr<MetricsServer>>
   startWhenPortIsFree(const std::string& address, Logger& logger, std::chrono::milliseconds retry,

@@ -53,10 +53,6 @@ int main(int argc, char** argv) {
       return 1;
     }
     metrics_server = std::move(*server);
-    if (metrics_server->port() != 0) {
-      logger.info("serving /metrics and /healthz",
-                  {{"port", std::to_string(metrics_server->port())}});
-    }
   }
 
   std::stop_source stop;
