@@ -292,6 +292,7 @@ print("held", flush=True)
 time.sleep(300)
 """), stdout=subprocess.PIPE, text=True)
         try:
+            since = kubelet_log_length()
             kubectl("delete", "pod", "-n", "kube-rdma", old["metadata"]["name"], "--wait=true")
             ready, _, _ = select.select([holder.stdout], [], [], 60)
             self.assertTrue(ready, "the port was never free")
@@ -301,6 +302,10 @@ time.sleep(300)
                 "another program holds the metrics port" in pod_log(p["metadata"]["name"],
                                                                      "kube-rdma") and p)
             name = new["metadata"]["name"]
+            # The kubelet keeps the old plugin's allocatable for a while: wait for its own log of
+            # the new plugin's registration before a pod needs it.
+            wait_until("the kubelet to register the new plugin", lambda: kubelet_log_times(
+                since, '"Registered client" name="rdma/shared"'), timeout=120)
             wait_until("rdma/shared in the allocatable", lambda: allocatable("rdma/shared") == "128")
             _, report = run_probe(toolbox_pod("port-held", PROBE, limits={"rdma/shared": "1"}))
             self.assertEqual(len([d for d in report["dev"] if "uverbs" in d]), 8, report["dev"])
