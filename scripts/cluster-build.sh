@@ -10,7 +10,9 @@
 #     Kubernetes libraries);
 #   cni/multus, the Multus CNI meta-plugin, from test/cluster/multus/go.mod (its own module too),
 #     and network-attachment-definition-crd.yaml, the NetworkAttachmentDefinition CRD from the
-#     same module's deployment manifest.
+#     same module's deployment manifest;
+#   helm, from test/cluster/helm/go.mod (its own module: Helm pins its own Kubernetes libraries),
+#     which installs manifests/helm/kube-rdma in the DRA suite and renders it in the chart test.
 # runc and the CNI plugins come from Debian (scripts/setup.sh --tests).
 # The result is cached in ~/.cache/kube-rdma/cluster-<versions>/bin (KUBE_RDMA_CACHE moves the
 # cache): a second run only checks that every program is there. Go's module and build caches
@@ -27,17 +29,18 @@ k8s=$(module_version k8s.io/kubernetes "$repo/test/cluster/go.mod")
 etcd=$(module_version go.etcd.io/etcd/server/v3 "$repo/test/cluster/go.mod")
 containerd=$(module_version github.com/containerd/containerd/v2 "$repo/test/cluster/containerd/go.mod")
 multus=$(module_version gopkg.in/k8snetworkplumbingwg/multus-cni.v4 "$repo/test/cluster/multus/go.mod")
-[[ -n $k8s && -n $etcd && -n $containerd && -n $multus ]] || {
+helm=$(module_version helm.sh/helm/v4 "$repo/test/cluster/helm/go.mod")
+[[ -n $k8s && -n $etcd && -n $containerd && -n $multus && -n $helm ]] || {
   echo "cluster-build: cannot read the pinned versions from test/cluster/go.mod" >&2
   exit 1
 }
 # The sums pin every dependency too, and our own Go files are part of the build: a change to
 # either is another build.
 sums=$(cd "$repo/test/cluster" && find . -name go.sum -o -name '*.go' | LC_ALL=C sort | xargs cat | sha256sum | cut -c1-12)
-cache=${KUBE_RDMA_CACHE:-$HOME/.cache/kube-rdma}/cluster-k8s-$k8s-etcd-$etcd-containerd-$containerd-multus-$multus-$sums
+cache=${KUBE_RDMA_CACHE:-$HOME/.cache/kube-rdma}/cluster-k8s-$k8s-etcd-$etcd-containerd-$containerd-multus-$multus-helm-$helm-$sums
 bin=$cache/bin
 programs=(etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl
-  fake-gpu-driver containerd containerd-shim-runc-v2 ctr cni/multus)
+  fake-gpu-driver containerd containerd-shim-runc-v2 ctr cni/multus helm)
 
 missing=()
 for p in "${programs[@]}"; do
@@ -49,7 +52,7 @@ if [[ ${#missing[@]} -gt 0 ]]; then
     exit 1
   }
   start=$SECONDS
-  echo "cluster-build: building Kubernetes $k8s, etcd $etcd, containerd $containerd, Multus $multus into $bin" >&2
+  echo "cluster-build: building Kubernetes $k8s, etcd $etcd, containerd $containerd, Multus $multus, Helm $helm into $bin" >&2
   mkdir -p "$cache/tmp"
   # What `kubectl version` and the node's kubeletVersion report; the API server refuses a
   # kubelet whose version it cannot parse.
@@ -79,6 +82,10 @@ if [[ ${#missing[@]} -gt 0 ]]; then
          END { if (crd) printf "%s", doc }' \
       "$(go list -m -f '{{.Dir}}' gopkg.in/k8snetworkplumbingwg/multus-cni.v4)/deployments/multus-daemonset.yml" \
       >"$cache/tmp/network-attachment-definition-crd.yaml")
+  # The version `helm version` reports (and charts' kubeVersion checks compare with).
+  (cd "$repo/test/cluster/helm" &&
+    go build -trimpath -ldflags "-s -w -X helm.sh/helm/v4/internal/version.version=$helm" \
+      -o "$cache/tmp/" helm.sh/helm/v4/cmd/helm)
   rm -rf "$bin"
   mv "$cache/tmp" "$bin"
   # Builds of other versions are not needed any more (Go's caches keep what they share).
