@@ -12,7 +12,10 @@
 #     and network-attachment-definition-crd.yaml, the NetworkAttachmentDefinition CRD from the
 #     same module's deployment manifest;
 #   helm, from test/cluster/helm/go.mod (its own module: Helm pins its own Kubernetes libraries),
-#     which installs manifests/helm/kube-rdma in the DRA suite and renders it in the chart test.
+#     which installs manifests/helm/kube-rdma in the DRA suite and renders it in the chart test;
+#   prometheus and promtool, from test/cluster/prometheus/go.mod (its own module), with Kubernetes
+#     service discovery only (Prometheus' remove_all_sd and enable_kubernetes_sd build tags;
+#     Debian's package has none), for the monitoring test (test/cluster/monitoring.py).
 # runc and the CNI plugins come from Debian (scripts/setup.sh --tests).
 # The result is cached in ~/.cache/kube-rdma/cluster-<versions>/bin (KUBE_RDMA_CACHE moves the
 # cache): a second run only checks that every program is there. Go's module and build caches
@@ -30,17 +33,19 @@ etcd=$(module_version go.etcd.io/etcd/server/v3 "$repo/test/cluster/go.mod")
 containerd=$(module_version github.com/containerd/containerd/v2 "$repo/test/cluster/containerd/go.mod")
 multus=$(module_version gopkg.in/k8snetworkplumbingwg/multus-cni.v4 "$repo/test/cluster/multus/go.mod")
 helm=$(module_version helm.sh/helm/v4 "$repo/test/cluster/helm/go.mod")
-[[ -n $k8s && -n $etcd && -n $containerd && -n $multus && -n $helm ]] || {
+prometheus=$(module_version github.com/prometheus/prometheus "$repo/test/cluster/prometheus/go.mod")
+[[ -n $k8s && -n $etcd && -n $containerd && -n $multus && -n $helm && -n $prometheus ]] || {
   echo "cluster-build: cannot read the pinned versions from test/cluster/go.mod" >&2
   exit 1
 }
 # The sums pin every dependency too, and our own Go files are part of the build: a change to
 # either is another build.
 sums=$(cd "$repo/test/cluster" && find . -name go.sum -o -name '*.go' | LC_ALL=C sort | xargs cat | sha256sum | cut -c1-12)
-cache=${KUBE_RDMA_CACHE:-$HOME/.cache/kube-rdma}/cluster-k8s-$k8s-etcd-$etcd-containerd-$containerd-multus-$multus-helm-$helm-$sums
+cache=${KUBE_RDMA_CACHE:-$HOME/.cache/kube-rdma}/cluster-k8s-$k8s-etcd-$etcd-containerd-$containerd-multus-$multus-helm-$helm-prometheus-$prometheus-$sums
 bin=$cache/bin
 programs=(etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl
-  fake-gpu-driver containerd containerd-shim-runc-v2 ctr cni/multus helm)
+  fake-gpu-driver containerd containerd-shim-runc-v2 ctr cni/multus helm
+  prometheus promtool)
 
 missing=()
 for p in "${programs[@]}"; do
@@ -52,7 +57,7 @@ if [[ ${#missing[@]} -gt 0 ]]; then
     exit 1
   }
   start=$SECONDS
-  echo "cluster-build: building Kubernetes $k8s, etcd $etcd, containerd $containerd, Multus $multus, Helm $helm into $bin" >&2
+  echo "cluster-build: building Kubernetes $k8s, etcd $etcd, containerd $containerd, Multus $multus, Helm $helm, Prometheus $prometheus into $bin" >&2
   mkdir -p "$cache/tmp"
   # What `kubectl version` and the node's kubeletVersion report; the API server refuses a
   # kubelet whose version it cannot parse.
@@ -86,6 +91,13 @@ if [[ ${#missing[@]} -gt 0 ]]; then
   (cd "$repo/test/cluster/helm" &&
     go build -trimpath -ldflags "-s -w -X helm.sh/helm/v4/internal/version.version=$helm" \
       -o "$cache/tmp/" helm.sh/helm/v4/cmd/helm)
+  # Prometheus' Go module v0.3XX.Y is its release 3.XX.Y, which `prometheus --version` reports.
+  release=${prometheus#v0.}
+  release="$((${release%%.*} / 100)).$((${release%%.*} % 100)).${release#*.}"
+  (cd "$repo/test/cluster/prometheus" &&
+    go build -trimpath -tags remove_all_sd,enable_kubernetes_sd \
+      -ldflags "-s -w -X github.com/prometheus/common/version.Version=$release" -o "$cache/tmp/" \
+      github.com/prometheus/prometheus/cmd/prometheus github.com/prometheus/prometheus/cmd/promtool)
   rm -rf "$bin"
   mv "$cache/tmp" "$bin"
   # Builds of other versions are not needed any more (Go's caches keep what they share).

@@ -18,6 +18,8 @@ from e2e_lib import (A100_GID_INDEX, A100_HCA, A100_RAIL_POD_GID_INDEX, A100_RAI
                      has_cap, hook_outcomes, in_node_command, kubectl, pod_log,
                      pytorchjob_worker, rail_networks, restore_ports, run_probe, runnable_here,
                      set_port_state, toolbox_pod, wait_until)
+# The shipped monitoring against a real Prometheus, run with this suite's cluster.
+from monitoring import Monitoring  # noqa: F401
 
 
 def allocatable(resource):

