@@ -2,8 +2,11 @@
 # A real one-node Kubernetes cluster on this machine, with kube-rdma installed as an operator
 # installs it, for the end-to-end tests and the demo (docs/cluster.md).
 #
-#   scripts/cluster.sh up [--driver device-plugin|dra]   start it; the last line printed is
-#                                                        `export KUBECONFIG=<path>`
+#   scripts/cluster.sh up [--driver device-plugin|dra] [--install kustomize|helm]
+#                                     start it, kube-rdma installed from test/cluster/overlays/
+#                                     (kustomize, the default) or from manifests/helm/kube-rdma
+#                                     with test/cluster/chart-values/ (helm); the last line
+#                                     printed is `export KUBECONFIG=<path>`
 #   scripts/cluster.sh down                              stop everything it started
 #   scripts/cluster.sh stop|start COMPONENT              one component (kubelet, containerd, ...)
 #   scripts/cluster.sh status                            what runs
@@ -324,17 +327,22 @@ build_programs() {
 }
 
 up() {
-  local driver=device-plugin
+  local driver=device-plugin installer=kustomize
   while [[ $# -gt 0 ]]; do
     case "$1" in
       --driver)
         driver=${2:-}
         shift 2 || die "--driver needs device-plugin or dra"
         ;;
-      *) die "unknown option '$1' (up [--driver device-plugin|dra])" ;;
+      --install)
+        installer=${2:-}
+        shift 2 || die "--install needs kustomize or helm"
+        ;;
+      *) die "unknown option '$1' (up [--driver device-plugin|dra] [--install kustomize|helm])" ;;
     esac
   done
   [[ $driver == device-plugin || $driver == dra ]] || die "--driver is device-plugin or dra, not '$driver'"
+  [[ $installer == kustomize || $installer == helm ]] || die "--install is kustomize or helm, not '$installer'"
   [[ $(id -u) == 0 ]] || die "up needs root (namespaces, mounts, cgroups, mknod)"
   running namespace && die "a cluster is already up in $state (scripts/cluster.sh down first)"
   # What a cluster whose processes are gone left behind (a killed session, a reboot).
@@ -351,6 +359,7 @@ up() {
   mkdir -p "$state"/{pids,logs,images,node/kubelet,node/kube-rdma,node/etc-cdi}
   echo "$bin" >"$state/bin"
   echo "$driver" >"$state/driver"
+  echo "$installer" >"$state/installer"
   python3 "$repo/test/fixtures/gen_sysfs.py" --out "$state/fixtures" --only a100-roce-pod-rails >/dev/null
   ln -s "$state/fixtures/a100-roce-pod-rails" "$state/fixture"
   make_pki
@@ -384,11 +393,11 @@ up() {
     kubectl wait --for=condition=Ready "node/$node_name" --timeout=1s
   kubectl label node "$node_name" kube-rdma.io/rdma-node=true >/dev/null
 
-  install_kube_rdma "$driver"
+  install_kube_rdma "$driver" "$installer"
   for name in "${daemons[@]}"; do
     running "$name" || die "$name stopped: $(tail -3 "$state/logs/$name.log")"
   done
-  say "up in $((SECONDS - start)) s: node $node_name, kube-rdma with the $driver (logs: $state/logs/)"
+  say "up in $((SECONDS - start)) s: node $node_name, kube-rdma with the $driver by $installer (logs: $state/logs/)"
   say "kubectl of this Kubernetes: $bin/kubectl"
   echo "export KUBECONFIG=$state/kubeconfig"
 }
@@ -474,10 +483,22 @@ start_kubelet() {
     -v=2 # the device manager's registration lines, which the restart test times
 }
 
-install_kube_rdma() { # DRIVER
+install_kube_rdma() { # DRIVER INSTALLER
   # The webhook's serving certificate, as the static-certs overlay's instructions say.
-  "$repo/scripts/gen-webhook-certs.sh" >/dev/null
-  kubectl apply -k "$repo/test/cluster/overlays/$1" >"$state/logs/apply.log"
+  local certs=$repo/manifests/overlays/static-certs/certs
+  "$repo/scripts/gen-webhook-certs.sh" --out "$certs" >/dev/null
+  if [[ $2 == helm ]]; then
+    # As docs/deploy.md's Helm section says: the namespace first, labelled for Pod Security.
+    kubectl create namespace kube-rdma >/dev/null
+    kubectl label namespace kube-rdma pod-security.kubernetes.io/enforce=privileged >/dev/null
+    helm install kube-rdma "$repo/manifests/helm/kube-rdma" -n kube-rdma \
+      -f "$repo/test/cluster/chart-values/$1.yaml" \
+      --set-file config.devicePlugin="$repo/test/cluster/overlays/common/plugin-config.json" \
+      --set-file webhook.tls.crt="$certs/tls.crt" --set-file webhook.tls.key="$certs/tls.key" \
+      --set-file webhook.tls.caCrt="$certs/ca.crt" >"$state/logs/apply.log"
+  else
+    kubectl apply -k "$repo/test/cluster/overlays/$1" >"$state/logs/apply.log"
+  fi
   local daemonset=rdma-device-plugin
   [[ $1 == dra ]] && daemonset=rdma-dra-driver
   kubectl -n kube-rdma rollout status "daemonset/$daemonset" --timeout=120s >&2

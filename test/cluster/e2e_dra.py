@@ -6,6 +6,7 @@ NodePrepareResources and containerd applies the claim's CDI spec.
     scripts/cluster.sh up --driver dra && python3 -m unittest test/cluster/e2e_dra.py -v
 """
 
+import json
 import os
 import subprocess
 import time
@@ -13,9 +14,10 @@ import unittest
 
 import yaml
 from e2e_lib import (A100_GID_INDEX, A100_RAIL_POD_GID_INDEX, A100_RAIL_POD_IPS, CAP_IPC_LOCK,
-                     GPU_CLASS, NAMESPACE, NODE, PROBE, STATE, ClusterTest, attached_networks,
-                     cluster, create, daemon_metrics, example_documents, expected_memlock, get,
-                     has_cap, hook_outcomes, in_node, kubectl, parse_report, pod_log,
+                     GPU_CLASS, NAMESPACE, NODE, PROBE, REPO, STATE, ClusterTest,
+                     attached_networks, cluster, create, daemon_metrics, example_documents,
+                     expected_memlock, get, has_cap, hook_outcomes, in_node, kubectl,
+                     parse_report, pod_log,
                      probe_container, pytorchjob_worker, rail_networks, requests_of,
                      restore_ports, run_probe, runnable_here, set_port_state, start_fake_gpus,
                      toolbox_pod, wait_until)
@@ -393,11 +395,42 @@ def driver_restarts():
 OUTAGE_SECONDS = int(os.environ.get("KUBE_RDMA_E2E_OUTAGE_SECONDS", "180"))
 
 
-def install(overlay):
-    """Applies test/cluster/overlays/OVERLAY and waits for the driver's rollout."""
-    kubectl("apply", "-k", os.path.join(os.path.dirname(__file__), "overlays", overlay))
+def installer():
+    """How scripts/cluster.sh installed kube-rdma: kustomize or helm."""
+    with open(os.path.join(STATE, "installer")) as f:
+        return f.read().strip()
+
+
+def helm(*args):
+    """Runs the cluster's helm (built beside kubectl); returns its stdout."""
+    run = subprocess.run(["helm", *args], capture_output=True, text=True, timeout=300)
+    if run.returncode != 0:
+        raise AssertionError(f"helm {' '.join(args)} failed: {run.stderr.strip()}")
+    return run.stdout
+
+
+def set_shared_ports(shared):
+    """The driver with or without --share-ports, as the installer does it: with kustomize,
+    test/cluster/overlays/dra-shared-ports or dra applied; with Helm, an upgrade of the release
+    with dra.sharePorts=true, and back with a rollback to the revision before it. Waits for the
+    driver's rollout."""
+    if installer() == "helm":
+        if shared:
+            helm("upgrade", "kube-rdma", os.path.join(REPO, "manifests", "helm", "kube-rdma"),
+                 "-n", "kube-rdma", "--reuse-values", "--set", "dra.sharePorts=true")
+        else:
+            helm("rollback", "kube-rdma", "-n", "kube-rdma")
+    else:
+        overlay = "dra-shared-ports" if shared else "dra"
+        kubectl("apply", "-k", os.path.join(os.path.dirname(__file__), "overlays", overlay))
     kubectl("-n", "kube-rdma", "rollout", "status", "daemonset/rdma-dra-driver", "--timeout=120s",
             timeout=150)
+
+
+def release_history():
+    """[(revision, status, description)] of the kube-rdma Helm release, oldest first."""
+    return [(r["revision"], r["status"], r["description"]) for r in
+            json.loads(helm("history", "kube-rdma", "-n", "kube-rdma", "-o", "json"))]
 
 
 def shared_ports():
@@ -413,16 +446,30 @@ class DraSharedPorts(ClusterTest):
     @classmethod
     def setUpClass(cls):
         super().setUpClass()
-        install("dra-shared-ports")
+        set_shared_ports(True)
         wait_until("the ports allocatable to many claims", lambda: shared_ports() is True,
                    timeout=60)
 
     @classmethod
     def tearDownClass(cls):
         kubectl("delete", "namespace", NAMESPACE, "--wait=true", timeout=180)
-        install("dra")
+        set_shared_ports(False)
         wait_until("the ports one claim's again", lambda: shared_ports() is False, timeout=60)
+        if installer() == "helm":
+            # Installed, upgraded, rolled back to the first revision.
+            history = release_history()
+            assert [(r, s) for r, s, _ in history[-3:]] == [
+                (1, "superseded"), (2, "superseded"), (3, "deployed")], history
+            assert history[-1][2] == "Rollback to 1", history
         super().tearDownClass()
+
+    def test_the_upgrade_is_the_releases_deployed_revision(self):
+        if installer() != "helm":
+            self.skipTest("installed with kustomize")
+        self.assertEqual([(r, s) for r, s, _ in release_history()],
+                         [(1, "superseded"), (2, "deployed")])
+        values = json.loads(helm("get", "values", "kube-rdma", "-n", "kube-rdma", "-o", "json"))
+        self.assertEqual(values["dra"], {"extendedResources": True, "sharePorts": True})
 
     def test_two_pods_with_claims_of_their_own_share_one_port(self):
         """The issue's case: two claims of mlx5_5's port, both allocated (distinct shareIDs, one

@@ -15,7 +15,13 @@ cleanup() {
 }
 trap cleanup EXIT
 cmake --install "$build_dir" --prefix "$programs" >/dev/null
-env_line=$(KUBE_RDMA_PROGRAMS=$programs/bin "$repo/scripts/cluster.sh" up --driver "$driver" | tail -1)
+# The DRA suite installs kube-rdma with the Helm chart and upgrades and rolls it back; the device
+# plugin's with kustomize. The two renders are equal (test/manifests/chart_equals_overlays.py), so
+# each installer runs for real without a third cluster.
+installer=kustomize
+[[ $driver == dra ]] && installer=helm
+env_line=$(KUBE_RDMA_PROGRAMS=$programs/bin "$repo/scripts/cluster.sh" up --driver "$driver" \
+  --install "$installer" | tail -1)
 eval "$env_line"
 # The kubectl of the cluster's own build, whatever else the machine has.
 PATH="$(cat "${KUBE_RDMA_CLUSTER_DIR:-/var/tmp/kube-rdma-cluster}/bin"):$PATH"
