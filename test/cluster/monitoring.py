@@ -179,7 +179,32 @@ class Monitoring(ClusterTest):
         up = wait_until("every kube-rdma pod scraped", scraped, timeout=60)
         self.assertEqual({r["metric"]["node"] for r in up}, {"a100-roce-0"})
 
-    def test_a_pods_traffic_from_the_documented_query(self):
+    def test_granted_rdma_not_used(self):
+        """KubeRdmaPodNotUsingRdma: a pod holding ports that carry nothing is flagged (pending:
+        the rule's `for` is 15 minutes), and no longer once its ports carry traffic."""
+        ports = [(f"mlx5_{i}", "1") for i in range(1, 9)]  # the shared pool's
+        moving = self.prometheus.query(
+            'rate(kube_rdma_port_xmit_data_bytes_total{device=~"mlx5_[1-8]"}[5m]) > 0')
+        self.assertEqual(moving, [], "this test needs the pool's counters flat for 5 minutes: "
+                         "it must run before the tests that write traffic")
+        pod = toolbox_pod("idle", PROBE, limits={"rdma/shared": "1"})
+        run_probe(pod)
+        flagged = ('ALERTS{alertname="KubeRdmaPodNotUsingRdma",alertstate="pending",'
+                   f'namespace="{NAMESPACE}",pod="idle"}}')
+        try:
+            alert = wait_until("the idle pod flagged", lambda: self.prometheus.query(flagged),
+                               timeout=60)
+            self.assertEqual(alert[0]["metric"]["node"], "a100-roce-0")
+            traffic = PortTraffic(ports, words=262144)
+            try:
+                wait_until("the flag gone once the ports carry traffic",
+                           lambda: not self.prometheus.query(flagged), timeout=60)
+            finally:
+                traffic.stop()
+        finally:
+            kubectl("delete", "pod", "idle", "-n", NAMESPACE, "--wait=true")
+
+    def test_pod_traffic_from_the_documented_query(self):
         pod = toolbox_pod("traffic", PROBE, limits={"rdma/shared": "1"})
         run_probe(pod)
         # The shared pool's eight ports, each carrying 1 MiB/s each way while the pod runs.
@@ -217,7 +242,14 @@ class Monitoring(ClusterTest):
         wait_until("KubeRdmaPortErrorCounterSaturated firing for exactly the saturated ports",
                    firing, timeout=60)
 
+    def scraped_every_pod(self):
+        pods = json.loads(kubectl("get", "pods", "-n", "kube-rdma", "-o", "json"))["items"]
+        wait_until("a scrape of every kube-rdma pod", lambda: len(self.prometheus.query(
+            'up{job="kube-rdma"} == 1')) == len(pods), timeout=60)
+
     def test_alert_rules_loaded_and_healthy(self):
+        self.scraped_every_pod()
+
         def evaluated():
             rules = [r for g in self.prometheus.api("rules")["groups"] for r in g["rules"]]
             # An unevaluated rule's lastEvaluation is the zero time, year 0001.
@@ -231,7 +263,8 @@ class Monitoring(ClusterTest):
         # evaluate fine and never fire), except those that only appear once something happens.
         served = set(self.prometheus.api("label/__name__/values"))
         named = {word for r in rules for word in _metric_names(r["query"])}
-        lazy = {"kube_rdma_plugin_allocations_total", "kube_rdma_plugin_config_reloads_total",
+        lazy = {"kube_rdma_pod_port_info",  # only while a pod holds a port
+                "kube_rdma_plugin_allocations_total", "kube_rdma_plugin_config_reloads_total",
                 "kube_rdma_plugin_pod_resources_errors_total",
                 "kube_rdma_dra_prepare_claims_total", "kube_rdma_dra_pod_resources_errors_total"}
         self.assertEqual(named - served - lazy, set())
@@ -239,14 +272,14 @@ class Monitoring(ClusterTest):
     def test_dashboard_queries(self):
         """Every query of the dashboard is valid PromQL to a real Prometheus, and those of the
         series this node has return data."""
-        wait_until("a scrape of every pod", lambda: len(self.prometheus.query(
-            'up{job="kube-rdma"}')) >= 3, timeout=60)
+        self.scraped_every_pod()
         empty = [title for title, queries in dashboard_panels().items()
                  if not any([self.prometheus.query(expr) for expr in queries])]
         # A DRA panel on a device-plugin node, pod panels with no pod holding a port, and
         # checks that are all ok.
         self.assertEqual(sorted(empty), sorted({
             "RDMA sent per pod", "RDMA received per pod", "Ports held by pods",
+            "Pods holding RDMA ports without traffic",
             "Claim preparations (DRA)", "Node checks not ok"}))
 
 
