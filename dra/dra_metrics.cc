@@ -32,7 +32,8 @@ DraMetrics::DraMetrics(MetricsRegistry& registry)
           registry.counter(dra_metrics::kSlicePublications, {{"result", resultLabel(true)}})),
       publish_failed_(
           registry.counter(dra_metrics::kSlicePublications, {{"result", resultLabel(false)}})),
-      prepared_claims_(registry.gauge(dra_metrics::kPreparedClaims)) {}
+      prepared_claims_(registry.gauge(dra_metrics::kPreparedClaims)),
+      pod_resources_errors_(registry.counter(dra_metrics::kPodResourcesErrors)) {}
 
 void DraMetrics::recordPrepare(bool ok, std::chrono::duration<double> elapsed) {
   (ok ? prepared_ok_ : prepare_failed_).inc();
@@ -53,7 +54,7 @@ void DraMetrics::recordApiError(int code) {
 }
 
 void DraMetrics::recordPodResourcesError() {
-  registry_.counter(dra_metrics::kPodResourcesErrors).inc();
+  pod_resources_errors_.inc();
 }
 
 void DraMetrics::setPreparedClaims(size_t count) {

@@ -57,6 +57,7 @@ private:
   Counter& published_ok_;
   Counter& publish_failed_;
   Gauge& prepared_claims_;
+  Counter& pod_resources_errors_;
 };
 
 } // namespace kube_rdma

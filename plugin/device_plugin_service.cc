@@ -97,16 +97,6 @@ DevicePluginService::GetPreferredAllocation(grpc::ServerContext*,
   return grpc::Status::OK;
 }
 
-Counter& DevicePluginService::grantedCounter() {
-  Counter* counter = granted_.load(std::memory_order_acquire);
-  if (!counter) { // two first grants at once store the same series
-    counter = &metrics_.counter(plugin_metrics::kAllocations,
-                                {{"resource", resource_}, {"outcome", "granted"}});
-    granted_.store(counter, std::memory_order_release);
-  }
-  return *counter;
-}
-
 grpc::Status DevicePluginService::Allocate(grpc::ServerContext*,
                                            const v1beta1::AllocateRequest* request,
                                            v1beta1::AllocateResponse* response) {
@@ -114,16 +104,14 @@ grpc::Status DevicePluginService::Allocate(grpc::ServerContext*,
     const auto ids = toVector(container.devices_ids());
     auto allocation = manager_.allocate(ids);
     if (!allocation) {
-      metrics_
-          .counter(plugin_metrics::kAllocations, {{"resource", resource_}, {"outcome", "refused"}})
-          .inc();
+      refused_.inc();
       logger_.warn("Allocate refused", {{"resource", resource_},
                                         {"ids", joinStrings(ids, ", ")},
                                         {"error", allocation.error().message}});
       return {grpc::StatusCode::INVALID_ARGUMENT, allocation.error().message};
     }
     toContainerAllocateResponse(*allocation, *response->add_container_responses());
-    grantedCounter().inc();
+    granted_.inc();
     logger_.info("Allocate granted", {{"resource", resource_}, {"ids", joinStrings(ids, ", ")}});
   }
   return grpc::Status::OK;

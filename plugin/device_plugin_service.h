@@ -8,6 +8,7 @@
 #include "common/log.h"
 #include "common/metrics.h"
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
+#include "plugin/plugin_metrics.h"
 #include "plugin/resource_manager.h"
 
 namespace kube_rdma {
@@ -18,7 +19,12 @@ public:
   DevicePluginService(ResourceManager& manager, std::chrono::milliseconds resend_interval,
                       Logger& logger, MetricsRegistry& metrics)
       : manager_(manager), resource_(manager.resourceName()),
-        resend_interval_ms_(resend_interval.count()), logger_(logger), metrics_(metrics) {}
+        resend_interval_ms_(resend_interval.count()), logger_(logger), metrics_(metrics),
+        // Both series exist from the start: increase() and alerts see a first refusal.
+        granted_(metrics.counter(plugin_metrics::kAllocations,
+                                 {{"resource", resource_}, {"outcome", "granted"}})),
+        refused_(metrics.counter(plugin_metrics::kAllocations,
+                                 {{"resource", resource_}, {"outcome", "refused"}})) {}
 
   // Ends every ListAndWatch stream of this service, so that the server can shut down at once.
   void stop() { stop_.request_stop(); }
@@ -42,17 +48,14 @@ public:
                                  v1beta1::PreStartContainerResponse* response) override;
 
 private:
-  // The series of kube_rdma_plugin_allocations_total{outcome="granted"} for this pool, looked up
-  // in the registry at the first grant (as before: no series until then) and kept.
-  Counter& grantedCounter();
-
   ResourceManager& manager_;
   const std::string resource_;
   std::atomic<std::chrono::milliseconds::rep> resend_interval_ms_; // a config reload changes it
   Logger& logger_;
   MetricsRegistry& metrics_;
+  Counter& granted_;
+  Counter& refused_;
   std::stop_source stop_;
-  std::atomic<Counter*> granted_{nullptr};
 };
 
 } // namespace kube_rdma

@@ -50,6 +50,10 @@ PluginManager::PluginManager(PluginFlags flags, FileWatcher& watcher, Logger& lo
       mode_(chooseRegistrationMode(flags_.plugin_registry_dir)), state_(flags_.state_dir),
       pod_resources_(flags_.pod_resources_socket, logger_,
                      [this] { metrics_.counter(plugin_metrics::kPodResourcesErrors).inc(); }) {
+  // Counters that exist from the start, so that increase() and alerts see their first rise.
+  metrics_.counter(plugin_metrics::kConfigReloads, {{"outcome", "ok"}});
+  metrics_.counter(plugin_metrics::kConfigReloads, {{"outcome", "error"}});
+  metrics_.counter(plugin_metrics::kPodResourcesErrors);
   if (!flags_.nfd_features_file.empty()) {
     nfd_ = std::make_unique<NfdFeatureWriter>(flags_.nfd_features_file, flags_.nfd_features_ttl,
                                               std::make_shared<RealClock>());

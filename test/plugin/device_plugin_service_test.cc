@@ -1,5 +1,6 @@
 #include "plugin/device_plugin_service.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <sstream>
@@ -14,6 +15,7 @@ namespace kube_rdma {
 namespace {
 
 using std::chrono::milliseconds;
+using ::testing::HasSubstr;
 constexpr milliseconds kDeadline{10000};
 
 // A pool whose devices the test sets by hand; Allocate grants uverbs0 for "a".
@@ -137,6 +139,23 @@ TEST_F(ServiceTest, AllocateTranslatesEveryFieldAndRefusalsBecomeGrpcErrors) {
   auto preferred = kubelet_->preferredAllocation("rdma/hca", {"a", "b"}, {"b"}, 1);
   ASSERT_TRUE(preferred.ok()) << preferred.error().message;
   EXPECT_EQ(*preferred, std::vector<std::string>{"b"});
+}
+
+TEST_F(ServiceTest, AllocationCountersStartAtZeroAndCountEachAnswer) {
+  ASSERT_TRUE(registerPool("rdma/hca").ok());
+  // Both series before any Allocate: increase() over a series that appears at 1 reads 0, so an
+  // alert on refusals would miss the first.
+  const std::string granted =
+      R"(kube_rdma_plugin_allocations_total{outcome="granted",resource="rdma/hca"} )";
+  const std::string refused =
+      R"(kube_rdma_plugin_allocations_total{outcome="refused",resource="rdma/hca"} )";
+  EXPECT_THAT(metrics_.render(), HasSubstr(granted + "0\n"));
+  EXPECT_THAT(metrics_.render(), HasSubstr(refused + "0\n"));
+  ASSERT_TRUE(kubelet_->allocate("rdma/hca", {"a"}).ok());
+  ASSERT_FALSE(kubelet_->allocate("rdma/hca", {"zz"}).ok());
+  ASSERT_FALSE(kubelet_->allocate("rdma/hca", {"zz"}).ok());
+  EXPECT_THAT(metrics_.render(), HasSubstr(granted + "1\n"));
+  EXPECT_THAT(metrics_.render(), HasSubstr(refused + "2\n"));
 }
 
 TEST_F(ServiceTest, StoppingTheServiceEndsStreamsSoTheServerShutsDown) {
