@@ -209,6 +209,21 @@ def main():
             compare(f"{name} = {' '.join([values] + [a for a in extra if a.startswith('dra.')])}",
                     built.stdout, rendered.stdout)
 
+        # monitoring.*: manifests/monitoring's PodMonitor and PrometheusRule, as the files are.
+        monitoring_dir = REPO / "manifests" / "monitoring"
+        shipped = "".join("---\n" + (monitoring_dir / f).read_text()
+                          for f in ("podmonitor.yaml", "prometheusrule.yaml"))
+        rendered = run([helm, "template", RELEASE, CHART, "-n", NAMESPACE,
+                        "--set", "monitoring.podMonitor=true",
+                        "--set", "monitoring.prometheusRule=true",
+                        "--show-only", "templates/monitoring.yaml"])
+        if rendered.returncode != 0:
+            report("monitoring.* = manifests/monitoring", False, rendered.stderr)
+        else:
+            # compare() drops the overlay's one Namespace object: the files have none.
+            namespace = "---\napiVersion: v1\nkind: Namespace\nmetadata: {name: kube-rdma}\n"
+            compare("monitoring.* = manifests/monitoring", shipped + namespace, rendered.stdout)
+
         # helm lint --strict: the defaults, and each values file as the cases use it.
         lints = [("the defaults", [])]
         lints += [(values, ["-f", values] + extra) for _, _, values, extra in cases
