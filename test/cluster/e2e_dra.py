@@ -16,7 +16,7 @@ import yaml
 from e2e_lib import (A100_GID_INDEX, A100_RAIL_POD_GID_INDEX, A100_RAIL_POD_IPS, CAP_IPC_LOCK,
                      GPU_CLASS, NAMESPACE, NODE, PROBE, REPO, STATE, ClusterTest,
                      attached_networks, cluster, create, daemon_metrics, example_documents,
-                     expected_memlock, get, has_cap, hook_outcomes, in_node, kubectl,
+                     expected_memlock, get, has_cap, helm, hook_outcomes, in_node, kubectl,
                      parse_report, pod_log,
                      probe_container, pytorchjob_worker, rail_networks, requests_of,
                      restore_ports, run_probe, runnable_here, set_port_state, start_fake_gpus,
@@ -399,14 +399,6 @@ def installer():
     """How scripts/cluster.sh installed kube-rdma: kustomize or helm."""
     with open(os.path.join(STATE, "installer")) as f:
         return f.read().strip()
-
-
-def helm(*args):
-    """Runs the cluster's helm (built beside kubectl); returns its stdout."""
-    run = subprocess.run(["helm", *args], capture_output=True, text=True, timeout=300)
-    if run.returncode != 0:
-        raise AssertionError(f"helm {' '.join(args)} failed: {run.stderr.strip()}")
-    return run.stdout
 
 
 def set_shared_ports(shared):

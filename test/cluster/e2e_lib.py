@@ -30,13 +30,22 @@ STATE = os.environ.get("KUBE_RDMA_CLUSTER_DIR", "/var/tmp/kube-rdma-cluster")
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def kubectl(*args, stdin=None, check=True, timeout=120):
-    """Runs kubectl; returns its stdout. A failure raises with kubectl's own message."""
-    run = subprocess.run(["kubectl", *args], input=stdin, capture_output=True, text=True,
+def run_tool(program, *args, stdin=None, check=True, timeout=120):
+    """Runs one of the cluster's programs (kubectl, helm: built side by side); returns its
+    stdout. A failure raises with the program's own message."""
+    run = subprocess.run([program, *args], input=stdin, capture_output=True, text=True,
                          timeout=timeout)
     if check and run.returncode != 0:
-        raise AssertionError(f"kubectl {' '.join(args)} failed: {run.stderr.strip()}")
+        raise AssertionError(f"{program} {' '.join(args)} failed: {run.stderr.strip()}")
     return run.stdout if check else run
+
+
+def kubectl(*args, **options):
+    return run_tool("kubectl", *args, **options)
+
+
+def helm(*args, **options):
+    return run_tool("helm", *args, **options)
 
 
 def get(kind, name="", namespace=None):

@@ -12,11 +12,12 @@ query turns them into that pod's traffic.
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
 import threading
-import time
+from urllib.parse import urlencode
 
 import yaml
 
@@ -81,7 +82,6 @@ class Prometheus:
         return run.stdout if run.returncode == 0 else None
 
     def api(self, path, **params):
-        from urllib.parse import urlencode
         body = self.get(f"/api/v1/{path}?{urlencode(params)}")
         if body is None:
             raise AssertionError(f"Prometheus refused /api/v1/{path} {params}")
@@ -291,5 +291,4 @@ class Monitoring(ClusterTest):
 
 
 def _metric_names(expr):
-    import re
-    return {m for m in re.findall(r"\b(?:kube_rdma|rdma_webhook)_[a-z0-9_]+", expr)}
+    return set(re.findall(r"\b(?:kube_rdma|rdma_webhook)_[a-z0-9_]+", expr))

@@ -224,5 +224,6 @@ def report(times, reference):
     print(f"rdma - {reference} at p50: {medians['rdma'] - medians[reference]:+.0f} ms "
           f"({medians['rdma'] / medians[reference]:.2f}x)")
 
+
 if __name__ == "__main__":
     main()
