@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <string>
 
+#include "common/strings.h"
+#include "common/sysfs_attributes.h"
+
 namespace kube_rdma {
 
 namespace {
@@ -76,6 +79,141 @@ Result<ContainerNcclConf> resolveContainerNcclConf(const NcclEnv& node_conf,
               : after;
   out.settings.insert(after + 1, {"NCCL_IB_GID_INDEX", index});
   return out;
+}
+
+namespace {
+
+std::string portIndexes(const ContainerNcclConf& resolved) {
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < resolved.ports.size(); ++i) {
+    const auto& index = resolved.choice.port_indexes[i];
+    parts.push_back(resolved.ports[i].device + ":" + std::to_string(resolved.ports[i].port) + "=" +
+                    (index ? std::to_string(*index) : "none"));
+  }
+  return joinStrings(parts, ",");
+}
+
+ContainerGidDecision decided(NcclHookOutcome outcome, LogLevel level, std::string message,
+                             std::vector<LogField> fields) {
+  ContainerGidDecision decision;
+  decision.outcome = outcome;
+  decision.level = level;
+  decision.message = std::move(message);
+  decision.fields = std::move(fields);
+  return decision;
+}
+
+} // namespace
+
+NcclHookArgs parseNcclHookArgs(const std::vector<std::string>& args) {
+  NcclHookArgs o;
+  for (const std::string& arg : args) {
+    const size_t eq = arg.find('=');
+    const std::string name = arg.substr(0, eq);
+    const std::string value = eq == std::string::npos ? "" : arg.substr(eq + 1);
+    if (name == "--container-path" && value.starts_with("/")) {
+      o.container_path = value;
+    } else if (name == "--addr-family" && (value == "AF_INET" || value == "AF_INET6")) {
+      o.policy.family = value == "AF_INET" ? GidFamily::kIPv4 : GidFamily::kIPv6;
+    } else if (name == "--addr-range") {
+      auto range = parseCidr(value);
+      if (range) {
+        o.policy.range = *range;
+      } else {
+        o.problem = "--addr-range: " + range.error().message;
+      }
+    } else if (name == "--sysfs-root" && !value.empty()) {
+      o.sysfs_root = value;
+    } else if (name == "--proc-root" && !value.empty()) {
+      o.proc_root = value;
+    } else if (name == "--log-file") {
+      o.log_file = value;
+    } else if (arg == "--help" || arg == "-h") {
+      o.help = true;
+    } else if (arg == "--version") {
+      o.version = true;
+    } else {
+      o.problem = "bad argument \"" + arg + "\"";
+    }
+  }
+  return o;
+}
+
+ContainerGidDecision decideContainerGid(const ContainerSpec& spec, const ContainerGidInputs& in) {
+  const LogField pod{"pod", spec.pod};
+  const LogField container{"container", in.container_id};
+  if (!spec.own_network_namespace) {
+    return decided(NcclHookOutcome::kHostNetwork, LogLevel::kInfo,
+                   "host network: the node's NCCL settings are the container's", {pod, container});
+  }
+  if (auto set = envValue(spec.env, "NCCL_IB_GID_INDEX");
+      set && (spec.nri_gid_index.empty() || *set != spec.nri_gid_index)) {
+    return decided(NcclHookOutcome::kUserSet, LogLevel::kInfo,
+                   "NCCL_IB_GID_INDEX is set in the container's environment, which NCCL prefers "
+                   "to nccl.conf: left alone",
+                   {pod, container, {"value", *set}});
+  }
+  if (in.cluster_network_only) {
+    return decided(NcclHookOutcome::kNoOwnGid, LogLevel::kInfo,
+                   "only loopback and veth interfaces, no GID of the container's own: the node's "
+                   "NCCL settings stay",
+                   {pod, container, {"outcome", toString(GidChoice::Outcome::kNoOwnGid)}});
+  }
+  std::string node_conf;
+  for (const auto& [destination, source] : spec.mounts) {
+    node_conf = destination == in.container_path ? source : node_conf;
+  }
+  if (node_conf.empty()) {
+    return decided(NcclHookOutcome::kNoNcclConf, LogLevel::kWarn,
+                   "the container has no nccl.conf mount: nothing to resolve",
+                   {pod, container, {"container_path", in.container_path}});
+  }
+  auto conf_text = readAttribute(node_conf, kMaxConfigFileBytes);
+  if (!conf_text) {
+    return decided(NcclHookOutcome::kError, LogLevel::kError,
+                   "cannot read the node's nccl.conf, left as it is",
+                   {pod, container, {"error", conf_text.error().message}});
+  }
+  const NcclEnv node_settings = parseNcclConf(*conf_text);
+  // Only the granted ports, each table read up to the container's own entry.
+  const NodeTopology topology =
+      discoverPorts(in.roots, hcaPortsOf(node_settings), {GidTables::kUntilSelected, {in.policy}});
+  // Without the namespace's addresses every GID would look like another's.
+  const std::string addresses_path = in.roots.proc_root + "/net/fib_trie";
+  for (const auto& warning : topology.warnings) {
+    if (warning.path == addresses_path) {
+      return decided(NcclHookOutcome::kError, LogLevel::kError,
+                     "cannot read the container's addresses, nccl.conf left as the node wrote it",
+                     {pod, container, {"path", addresses_path}, {"error", warning.message}});
+    }
+  }
+  auto resolved = resolveContainerNcclConf(node_settings, topology, in.policy);
+  if (!resolved) {
+    return decided(NcclHookOutcome::kError, LogLevel::kError,
+                   "cannot resolve the container's GID index, nccl.conf left as the node wrote it",
+                   {pod, container, {"error", resolved.error().message}});
+  }
+  if (!resolved->own_gid_index) {
+    // A veth-only pod has no GID of its own: the host's (hostNetwork, bridge CNI) stays right.
+    const auto outcome = resolved->choice.outcome;
+    return decided(
+        outcome == GidChoice::Outcome::kPortsDisagree ? NcclHookOutcome::kPortsDisagree
+        : outcome == GidChoice::Outcome::kNoRocePort  ? NcclHookOutcome::kNoRocePort
+                                                      : NcclHookOutcome::kNoOwnGid,
+        outcome == GidChoice::Outcome::kPortsDisagree ? LogLevel::kWarn : LogLevel::kInfo,
+        "no single GID index of the container's namespace: the node's NCCL settings "
+        "stay",
+        {pod, container, {"outcome", toString(outcome)}, {"ports", portIndexes(*resolved)}});
+  }
+  ContainerGidDecision decision =
+      decided(NcclHookOutcome::kOwnGidIndex, LogLevel::kInfo, "the container's own GID index",
+              {pod,
+               container,
+               {"gid_index", std::to_string(*resolved->choice.index)},
+               {"ports", portIndexes(*resolved)}});
+  decision.node_conf = node_conf;
+  decision.resolved = std::move(*resolved);
+  return decision;
 }
 
 } // namespace kube_rdma

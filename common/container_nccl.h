@@ -5,10 +5,16 @@
 #include <utility>
 #include <vector>
 
+#include <optional>
+
 #include "common/device_model.h"
 #include "common/gid_selection.h"
+#include "common/hook_outcomes.h"
+#include "common/log.h"
 #include "common/nccl_settings.h"
+#include "common/oci_hook.h"
 #include "common/result.h"
+#include "common/sysfs_discovery.h"
 
 // The NCCL settings of one container, resolved at its creation in its own network namespace
 // (kube-rdma-nccl-hook, rdmactl nccl-env). The node daemons write the node's values before the
@@ -38,5 +44,49 @@ std::vector<std::pair<std::string, uint32_t>> hcaPortsOf(const NcclEnv& node_con
 Result<ContainerNcclConf> resolveContainerNcclConf(const NcclEnv& node_conf,
                                                    const NodeTopology& topology,
                                                    const GidSelectionPolicy& policy);
+
+// kube-rdma-nccl-hook's command line, as the node daemons write it into the CDI specs. The NRI
+// plugin reads the same arguments from the container's createContainer hook: the pool's address
+// family and range come with the container.
+struct NcclHookArgs {
+  std::string container_path = "/etc/nccl.conf";
+  GidSelectionPolicy policy;
+  std::string sysfs_root = "/sys";
+  std::string proc_root = "/proc";
+  std::string log_file;
+  std::string problem; // a bad argument: nothing is changed
+  bool help = false;
+  bool version = false;
+};
+
+// By hand, as kube-rdma-memlock-hook's: a bad argument must still let the container start.
+NcclHookArgs parseNcclHookArgs(const std::vector<std::string>& args);
+
+// What one container gets, decided the same way by kube-rdma-nccl-hook (in the container's
+// namespaces, at createContainer) and the NRI plugin (in the node daemon, at CreateContainer),
+// with the line each logs.
+struct ContainerGidDecision {
+  NcclHookOutcome outcome = NcclHookOutcome::kError;
+  LogLevel level = LogLevel::kInfo;
+  std::string message;
+  std::vector<LogField> fields;              // pod= and container= first
+  std::string node_conf;                     // the host path of the container's nccl.conf mount
+  std::optional<ContainerNcclConf> resolved; // kOwnGidIndex: the container's settings
+};
+
+struct ContainerGidInputs {
+  std::string container_id;                      // for the log
+  std::string container_path = "/etc/nccl.conf"; // the nccl.conf mount in the container
+  // sysfs, and a /proc whose net/ is the container's namespace's (/proc in the hook,
+  // /proc/<sandbox pid> of the host's for the NRI plugin).
+  DiscoveryRoots roots;
+  GidSelectionPolicy policy;
+  bool cluster_network_only = false; // loopback and veth alone: no GID of its own to look for
+};
+
+// Left alone: a hostNetwork container, a user's own NCCL_IB_GID_INDEX in the environment, no
+// nccl.conf mount. Else the node's nccl.conf and the granted ports' GID tables are read and
+// resolveContainerNcclConf applied. Never throws; trouble is kError with the reason logged.
+ContainerGidDecision decideContainerGid(const ContainerSpec& spec, const ContainerGidInputs& in);
 
 } // namespace kube_rdma

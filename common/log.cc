@@ -41,8 +41,7 @@ void appendTextValue(std::string& out, const std::string& value) {
 
 // One JSON object per line. A key given twice (or "ts", "level", "msg" again) keeps one member,
 // the last value at the first position, as a JSON object must.
-std::string jsonLine(LogLevel level, const std::string& msg,
-                     std::initializer_list<LogField> fields) {
+std::string jsonLine(LogLevel level, const std::string& msg, std::span<const LogField> fields) {
   std::string ts;
   appendTimestamp(ts);
   nlohmann::ordered_json obj;
@@ -58,6 +57,10 @@ std::string jsonLine(LogLevel level, const std::string& msg,
 } // namespace
 
 void Logger::log(LogLevel level, const std::string& msg, std::initializer_list<LogField> fields) {
+  log(level, msg, std::span<const LogField>(fields.begin(), fields.size()));
+}
+
+void Logger::log(LogLevel level, const std::string& msg, std::span<const LogField> fields) {
   if (level < min_level_) {
     return;
   }

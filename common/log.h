@@ -3,6 +3,7 @@
 #include <initializer_list>
 #include <mutex>
 #include <ostream>
+#include <span>
 #include <string>
 #include <utility>
 
@@ -22,6 +23,7 @@ public:
       : sink_(sink), format_(format), min_level_(min_level) {}
 
   void log(LogLevel level, const std::string& msg, std::initializer_list<LogField> fields = {});
+  void log(LogLevel level, const std::string& msg, std::span<const LogField> fields);
   void debug(const std::string& msg, std::initializer_list<LogField> fields = {}) {
     log(LogLevel::kDebug, msg, fields);
   }

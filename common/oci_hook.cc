@@ -199,6 +199,7 @@ Result<ContainerSpec> parseContainerSpec(std::string_view config_json, const std
         break;
       }
     }
+    spec.nri_gid_index = stringMember(*annotations, kNriGidIndexAnnotation);
   }
   return spec;
 }

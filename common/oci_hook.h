@@ -47,7 +47,13 @@ struct ContainerSpec {
   bool own_network_namespace = false; // linux.namespaces has a "network" entry
   std::vector<std::pair<std::string, std::string>> mounts; // destination -> source, in order
   std::string pod; // "namespace/name" from the CRI runtime's annotations; empty if none
+  // The NCCL_IB_GID_INDEX kube-rdma's NRI plugin put into the environment, from its annotation:
+  // the container's own, not the user's. Empty if none.
+  std::string nri_gid_index;
 };
+
+// Set by the NRI plugin beside the NCCL_IB_GID_INDEX it adds to a container's environment.
+inline constexpr const char* kNriGidIndexAnnotation = "rdma.kube-rdma.io/nri-nccl-ib-gid-index";
 
 // Errors name what is missing or of the wrong type; never throws.
 Result<ContainerSpec> parseContainerSpec(std::string_view config_json, const std::string& bundle);

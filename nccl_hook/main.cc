@@ -56,52 +56,6 @@ constexpr const char* kUsage =
     "                                 outcome in PATH.counts (the daemons' metrics read it)\n"
     "  --help, --version              print this or the version and exit\n";
 
-struct Options {
-  std::string container_path = "/etc/nccl.conf";
-  GidSelectionPolicy policy;
-  std::string sysfs_root = "/sys";
-  std::string proc_root = "/proc";
-  std::string log_file;
-  std::string problem; // a bad argument: nothing is changed
-  std::string print;   // --help or --version
-};
-
-// By hand, as kube-rdma-memlock-hook's: a bad argument must still let the container start.
-Options parseArgs(int argc, char** argv) {
-  Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view arg = argv[i];
-    const size_t eq = arg.find('=');
-    const std::string_view name = arg.substr(0, eq);
-    const std::string value(eq == std::string_view::npos ? "" : arg.substr(eq + 1));
-    if (name == "--container-path" && value.starts_with("/")) {
-      o.container_path = value;
-    } else if (name == "--addr-family" && (value == "AF_INET" || value == "AF_INET6")) {
-      o.policy.family = value == "AF_INET" ? GidFamily::kIPv4 : GidFamily::kIPv6;
-    } else if (name == "--addr-range") {
-      auto range = parseCidr(value);
-      if (range) {
-        o.policy.range = *range;
-      } else {
-        o.problem = "--addr-range: " + range.error().message;
-      }
-    } else if (name == "--sysfs-root" && !value.empty()) {
-      o.sysfs_root = value;
-    } else if (name == "--proc-root" && !value.empty()) {
-      o.proc_root = value;
-    } else if (name == "--log-file") {
-      o.log_file = value;
-    } else if (arg == "--help" || arg == "-h") {
-      o.print = kUsage;
-    } else if (arg == "--version") {
-      o.print = std::string(kProgram) + " " KUBE_RDMA_VERSION "\n";
-    } else {
-      o.problem = "bad argument \"" + std::string(arg) + "\"";
-    }
-  }
-  return o;
-}
-
 // Opens `path` below `root` component by component without following a symlink, so a path of
 // the image cannot lead outside its root filesystem.
 Result<int> openInRoot(const std::string& root, const std::string& path) {
@@ -181,17 +135,7 @@ Status mountOver(const ContainerSpec& spec, const std::string& container_path,
   return result;
 }
 
-std::string portIndexes(const ContainerNcclConf& resolved) {
-  std::vector<std::string> parts;
-  for (size_t i = 0; i < resolved.ports.size(); ++i) {
-    const auto& index = resolved.choice.port_indexes[i];
-    parts.push_back(resolved.ports[i].device + ":" + std::to_string(resolved.ports[i].port) + "=" +
-                    (index ? std::to_string(*index) : "none"));
-  }
-  return joinStrings(parts, ",");
-}
-
-NcclHookOutcome resolve(Logger& log, const Options& options, const OciState& state) {
+NcclHookOutcome resolve(Logger& log, const NcclHookArgs& options, const OciState& state) {
   const std::string config_path = state.bundle + "/config.json";
   auto config_text = readAttribute(config_path, kMaxConfigFileBytes);
   if (!config_text) {
@@ -205,83 +149,33 @@ NcclHookOutcome resolve(Logger& log, const Options& options, const OciState& sta
               {{"container", state.id}, {"path", config_path}, {"error", spec.error().message}});
     return NcclHookOutcome::kError;
   }
-  const LogField pod{"pod", spec->pod};
-  if (!spec->own_network_namespace) {
-    log.info("host network: the node's NCCL settings are the container's",
-             {pod, {"container", state.id}});
-    return NcclHookOutcome::kHostNetwork;
-  }
-  if (auto set = envValue(spec->env, "NCCL_IB_GID_INDEX")) {
-    log.info("NCCL_IB_GID_INDEX is set in the container's environment, which NCCL prefers to "
-             "nccl.conf: left alone",
-             {pod, {"container", state.id}, {"value", *set}});
-    return NcclHookOutcome::kUserSet;
-  }
+  ContainerGidInputs inputs{
+      state.id, options.container_path, {options.sysfs_root, options.proc_root}, options.policy};
   // The common case, a pod on the cluster network alone, without reading a GID table.
-  if (auto links = listNetnsLinks(); links && !mayHoldGids(*links)) {
-    log.info("only loopback and veth interfaces, no GID of the container's own: the node's NCCL "
-             "settings stay",
-             {pod, {"container", state.id}, {"outcome", toString(GidChoice::Outcome::kNoOwnGid)}});
-    return NcclHookOutcome::kNoOwnGid;
+  auto links = listNetnsLinks();
+  inputs.cluster_network_only = links && !mayHoldGids(*links);
+  ContainerGidDecision decision = decideContainerGid(*spec, inputs);
+  if (decision.outcome == NcclHookOutcome::kOwnGidIndex) {
+    auto text = renderNcclConf(decision.resolved->settings);
+    Status mounted =
+        text ? mountOver(*spec, options.container_path, decision.node_conf, *text, state.id)
+             : Status(text.error());
+    if (!mounted) {
+      log.error("cannot give the container its own nccl.conf, the node's stays",
+                {{"pod", spec->pod}, {"container", state.id}, {"error", mounted.error().message}});
+      return NcclHookOutcome::kError;
+    }
   }
-  std::string node_conf;
-  for (const auto& [destination, source] : spec->mounts) {
-    node_conf = destination == options.container_path ? source : node_conf;
-  }
-  if (node_conf.empty()) {
-    log.warn("the container has no nccl.conf mount: nothing to resolve",
-             {pod, {"container", state.id}, {"container_path", options.container_path}});
-    return NcclHookOutcome::kNoNcclConf;
-  }
-  auto conf_text = readAttribute(node_conf, kMaxConfigFileBytes);
-  if (!conf_text) {
-    log.error("cannot read the node's nccl.conf, left as it is",
-              {pod, {"container", state.id}, {"error", conf_text.error().message}});
-    return NcclHookOutcome::kError;
-  }
-  const NcclEnv node_settings = parseNcclConf(*conf_text);
-  // Only the granted ports, each table read up to the container's own entry.
-  const NodeTopology topology =
-      discoverPorts({options.sysfs_root, options.proc_root}, hcaPortsOf(node_settings),
-                    {GidTables::kUntilSelected, {options.policy}});
-  auto resolved = resolveContainerNcclConf(node_settings, topology, options.policy);
-  if (!resolved) {
-    log.error("cannot resolve the container's GID index, nccl.conf left as the node wrote it",
-              {pod, {"container", state.id}, {"error", resolved.error().message}});
-    return NcclHookOutcome::kError;
-  }
-  if (!resolved->own_gid_index) {
-    // A veth-only pod has no GID of its own: the host's (hostNetwork, bridge CNI) stays right.
-    const auto outcome = resolved->choice.outcome;
-    log.log(outcome == GidChoice::Outcome::kPortsDisagree ? LogLevel::kWarn : LogLevel::kInfo,
-            "no single GID index of the container's namespace: the node's NCCL settings stay",
-            {pod,
-             {"container", state.id},
-             {"outcome", toString(outcome)},
-             {"ports", portIndexes(*resolved)}});
-    return outcome == GidChoice::Outcome::kPortsDisagree ? NcclHookOutcome::kPortsDisagree
-           : outcome == GidChoice::Outcome::kNoRocePort  ? NcclHookOutcome::kNoRocePort
-                                                         : NcclHookOutcome::kNoOwnGid;
-  }
-  auto text = renderNcclConf(resolved->settings);
-  Status mounted = text ? mountOver(*spec, options.container_path, node_conf, *text, state.id)
-                        : Status(text.error());
-  if (!mounted) {
-    log.error("cannot give the container its own nccl.conf, the node's stays",
-              {pod, {"container", state.id}, {"error", mounted.error().message}});
-    return NcclHookOutcome::kError;
-  }
-  log.info("the container's own GID index", {pod,
-                                             {"container", state.id},
-                                             {"gid_index", std::to_string(*resolved->choice.index)},
-                                             {"ports", portIndexes(*resolved)}});
-  return NcclHookOutcome::kOwnGidIndex;
+  log.log(decision.level, decision.message, decision.fields);
+  return decision.outcome;
 }
 
 void run(int argc, char** argv) {
-  const Options options = parseArgs(argc, argv);
-  if (!options.print.empty()) {
-    (void)!write(STDOUT_FILENO, options.print.data(), options.print.size());
+  const NcclHookArgs options = parseNcclHookArgs({argv + 1, argv + argc});
+  if (options.help || options.version) {
+    const std::string text =
+        options.help ? kUsage : std::string(kProgram) + " " KUBE_RDMA_VERSION "\n";
+    (void)!write(STDOUT_FILENO, text.data(), text.size());
     return;
   }
   std::ostringstream line;

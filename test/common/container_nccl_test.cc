@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include "common/sysfs_discovery.h"
 
 namespace kube_rdma {
@@ -92,6 +95,30 @@ TEST(ResolveContainerNcclConf, ErrorsNameTheEntry) {
             "NCCL_IB_HCA entry mlx5_1 names no port");
   EXPECT_EQ(resolveContainerNcclConf({{"NCCL_IB_HCA", "=mlx5_1:2"}}, topology, {}).error().message,
             "NCCL_IB_HCA entry mlx5_1:2: no such port");
+}
+
+// What the hook decides when the NRI plugin was there first: its NCCL_IB_GID_INDEX in the
+// environment is the container's own (the annotation says so), not the user's, and the hook
+// still writes the same index into nccl.conf for processes that do not inherit the environment.
+TEST(DecideContainerGid, TheNriPluginsValueIsNotTheUsers) {
+  const std::string dir = ::testing::TempDir() + "/decide-container-gid";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/nccl.conf") << "NCCL_IB_HCA==mlx5_1:1,mlx5_2:1\nNCCL_IB_GID_INDEX=3\n";
+  ContainerSpec spec;
+  spec.own_network_namespace = true;
+  spec.mounts = {{"/etc/nccl.conf", dir + "/nccl.conf"}};
+  spec.env = {"NCCL_IB_GID_INDEX=7"};
+  const ContainerGidInputs in{
+      "c1", "/etc/nccl.conf", {kFixture + "/sys", kFixture + "/pods/podA/proc"}, {}};
+  EXPECT_EQ(decideContainerGid(spec, in).outcome, NcclHookOutcome::kUserSet);
+  spec.nri_gid_index = "7";
+  const ContainerGidDecision decision = decideContainerGid(spec, in);
+  EXPECT_EQ(decision.outcome, NcclHookOutcome::kOwnGidIndex) << decision.message;
+  EXPECT_EQ(decision.resolved->choice.index, 7u);
+  EXPECT_EQ(decision.node_conf, dir + "/nccl.conf");
+  spec.nri_gid_index = "5"; // a user's value beside a stale annotation stays the user's
+  EXPECT_EQ(decideContainerGid(spec, in).outcome, NcclHookOutcome::kUserSet);
+  std::filesystem::remove_all(dir);
 }
 
 } // namespace

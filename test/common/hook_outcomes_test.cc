@@ -103,5 +103,13 @@ TEST(ContainerSpecPod, NamedByContainerdOrCriO) {
   EXPECT_EQ(pod("[]"), "");
 }
 
+TEST(ContainerSpecPod, ReadsTheNriPluginsGidIndexAnnotation) {
+  auto spec = parseContainerSpec(
+      R"({"root":{"path":"/r"},"annotations":{"rdma.kube-rdma.io/nri-nccl-ib-gid-index":"7"}})",
+      "/b");
+  ASSERT_TRUE(spec.ok());
+  EXPECT_EQ(spec->nri_gid_index, "7");
+}
+
 } // namespace
 } // namespace kube_rdma

@@ -1,0 +1,123 @@
+#include "nri/nccl_env_adjuster.h"
+
+#include <utility>
+#include <vector>
+
+namespace kube_rdma {
+namespace {
+
+constexpr MetricFamily kNriContainers{
+    "kube_rdma_nri_containers_total",
+    "Containers kube-rdma's NRI plugin saw carrying kube-rdma-nccl-hook, by what their "
+    "environment got (own-gid-index: NCCL_IB_GID_INDEX of their own network namespace)."};
+
+const nriapi::Hook* ncclHookOf(const nriapi::Container& container, const std::string& name) {
+  for (const auto& hook : container.hooks().create_container()) {
+    const std::string& path = hook.path();
+    if (path == name || path.ends_with("/" + name)) {
+      return &hook;
+    }
+  }
+  return nullptr;
+}
+
+ContainerSpec specOf(const nriapi::CreateContainerRequest& request) {
+  ContainerSpec spec;
+  const auto& container = request.container();
+  spec.env.assign(container.env().begin(), container.env().end());
+  for (const auto& mount : container.mounts()) {
+    spec.mounts.emplace_back(mount.destination(), mount.source());
+  }
+  for (const auto& ns : container.linux().namespaces()) {
+    spec.own_network_namespace = spec.own_network_namespace || ns.type() == "network";
+  }
+  if (!request.pod().namespace_().empty()) {
+    spec.pod = request.pod().namespace_() + "/" + request.pod().name();
+  }
+  return spec;
+}
+
+} // namespace
+
+NcclEnvAdjustment adjustNcclEnv(const nriapi::CreateContainerRequest& request,
+                                const NcclEnvAdjusterOptions& options) {
+  NcclEnvAdjustment out;
+  const nriapi::Hook* hook = ncclHookOf(request.container(), options.hook_name);
+  if (hook == nullptr) {
+    return out;
+  }
+  out.carries_hook = true;
+  const ContainerSpec spec = specOf(request);
+  // args[0] is the program's name, as OCI hooks have it.
+  std::vector<std::string> hook_args(hook->args().begin(), hook->args().end());
+  if (!hook_args.empty()) {
+    hook_args.erase(hook_args.begin());
+  }
+  const NcclHookArgs args = parseNcclHookArgs(hook_args);
+  const LogField pod{"pod", spec.pod};
+  const LogField container{"container", request.container().id()};
+  if (!args.problem.empty()) {
+    out.decision.message = "the container's kube-rdma-nccl-hook has a bad argument";
+    out.decision.level = LogLevel::kError;
+    out.decision.fields = {pod, container, {"error", args.problem}};
+    return out;
+  }
+  const uint32_t pid = request.pod().pid();
+  if (spec.own_network_namespace && pid == 0) {
+    out.decision.message = "the runtime gave no process of the pod's sandbox: its network "
+                           "namespace cannot be read";
+    out.decision.level = LogLevel::kError;
+    out.decision.fields = {pod, container};
+    return out;
+  }
+  out.decision =
+      decideContainerGid(spec, {request.container().id(),
+                                args.container_path,
+                                {options.sysfs_root, options.host_proc_root + "/" +
+                                                         std::to_string(pid)},
+                                args.policy});
+  if (out.decision.outcome == NcclHookOutcome::kOwnGidIndex) {
+    const std::string index = std::to_string(*out.decision.resolved->choice.index);
+    auto* env = out.adjust.add_env();
+    env->set_key("NCCL_IB_GID_INDEX");
+    env->set_value(index);
+    (*out.adjust.mutable_annotations())[kNriGidIndexAnnotation] = index;
+  }
+  return out;
+}
+
+NcclEnvAdjuster::NcclEnvAdjuster(NcclEnvAdjusterOptions options, MetricsRegistry& metrics,
+                                 Logger& log)
+    : options_(std::move(options)), metrics_(metrics), log_(log) {
+  for (const auto outcome : kNcclHookOutcomeNames) {
+    metrics_.counter(kNriContainers, {{"outcome", std::string(outcome)}});
+  }
+}
+
+nriapi::ContainerAdjustment
+NcclEnvAdjuster::operator()(const nriapi::CreateContainerRequest& request) {
+  NcclEnvAdjustment result = adjustNcclEnv(request, options_);
+  if (!result.carries_hook) {
+    return {};
+  }
+  const ContainerGidDecision& decision = result.decision;
+  log_.log(decision.level, "NRI: " + decision.message, decision.fields);
+  metrics_.counter(kNriContainers, {{"outcome", std::string(toString(decision.outcome))}}).inc();
+  return std::move(result.adjust);
+}
+
+std::unique_ptr<NriPlugin> startNcclEnvPlugin(const std::string& socket,
+                                              NcclEnvAdjusterOptions options,
+                                              MetricsRegistry& metrics, Logger& log) {
+  if (socket.empty()) {
+    return nullptr;
+  }
+  NriPluginOptions plugin_options;
+  plugin_options.socket_path = socket;
+  auto plugin = std::make_unique<NriPlugin>(
+      plugin_options, NcclEnvAdjuster(std::move(options), metrics, log), log);
+  plugin->start();
+  return plugin;
+}
+
+} // namespace kube_rdma
