@@ -70,12 +70,11 @@ NcclEnvAdjustment adjustNcclEnv(const nriapi::CreateContainerRequest& request,
     out.decision.fields = {pod, container};
     return out;
   }
-  out.decision =
-      decideContainerGid(spec, {request.container().id(),
-                                args.container_path,
-                                {options.sysfs_root, options.host_proc_root + "/" +
-                                                         std::to_string(pid)},
-                                args.policy});
+  out.decision = decideContainerGid(
+      spec, {request.container().id(),
+             args.container_path,
+             {options.sysfs_root, options.host_proc_root + "/" + std::to_string(pid)},
+             args.policy});
   if (out.decision.outcome == NcclHookOutcome::kOwnGidIndex) {
     const std::string index = std::to_string(*out.decision.resolved->choice.index);
     auto* env = out.adjust.add_env();
@@ -114,8 +113,8 @@ std::unique_ptr<NriPlugin> startNcclEnvPlugin(const std::string& socket,
   }
   NriPluginOptions plugin_options;
   plugin_options.socket_path = socket;
-  auto plugin = std::make_unique<NriPlugin>(
-      plugin_options, NcclEnvAdjuster(std::move(options), metrics, log), log);
+  auto plugin = std::make_unique<NriPlugin>(plugin_options,
+                                            NcclEnvAdjuster(std::move(options), metrics, log), log);
   plugin->start();
   return plugin;
 }

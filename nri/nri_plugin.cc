@@ -106,7 +106,7 @@ Status NriPlugin::serve(int socket, bool& configured) {
   if (auto sent = writeAll(socket, session.registration()); !sent) {
     return sent;
   }
-  std::array<char, 64 * 1024> buffer{};
+  std::array<char, size_t{64} << 10U> buffer{};
   while (true) {
     std::array<pollfd, 2> fds{{{socket, POLLIN, 0}, {stop_fd_, POLLIN, 0}}};
     if (poll(fds.data(), fds.size(), -1) < 0) {
