@@ -115,6 +115,17 @@ void addPodResourcesSocketOption(CLI::App& app, std::string& socket) {
       ->type_name("PATH");
 }
 
+void addNriOptions(CLI::App& app, std::string& socket, std::string& host_proc_root) {
+  app.add_option("--nri-socket", socket,
+                 "the container runtime's NRI socket: give containers on a pod network their own "
+                 "NCCL_IB_GID_INDEX in the environment (default: off)")
+      ->type_name("PATH");
+  app.add_option("--host-proc-root", host_proc_root,
+                 "the host's procfs, where the NRI plugin reads a pod's network (default /proc)")
+      ->type_name("DIR")
+      ->check(CLI::ExistingDirectory);
+}
+
 void addMetricsAddressOption(CLI::App& app, std::string& address, const std::string& description) {
   addCheckedOption(
       app, "--metrics-address",

@@ -70,6 +70,11 @@ void addMetricsAddressOption(CLI::App& app, std::string& address, const std::str
 // ask which pod holds which port (kube_rdma_pod_port_info); `socket` keeps "" (off) unless given.
 void addPodResourcesSocketOption(CLI::App& app, std::string& socket);
 
+// Adds --nri-socket PATH, the container runtime's NRI socket the node daemons connect to as a
+// plugin (nri/; `socket` keeps "" (off) unless given), and --host-proc-root DIR, the host's
+// procfs, where a pod sandbox's process shows its network namespace (default /proc).
+void addNriOptions(CLI::App& app, std::string& socket, std::string& host_proc_root);
+
 // Adds --nfd-features-file FILE and --nfd-features-ttl DURATION (whole seconds, at least 2 s), the
 // node labels both kubelet plugins can write for Node Feature Discovery (docs/node-labels.md).
 // `ttl` keeps its value unless the flag is given.

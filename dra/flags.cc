@@ -32,6 +32,7 @@ Result<DraFlags> parseDraFlags(const std::vector<std::string>& args,
   addMetricsAddressOption(*app, flags.metrics_address,
                           "serve /metrics, /healthz and /readyz (default: off)");
   addPodResourcesSocketOption(*app, flags.pod_resources_socket);
+  addNriOptions(*app, flags.nri_socket, flags.host_proc_root);
   addDurationOption(
       *app, "--health-timeout", std::chrono::milliseconds(100), std::chrono::hours(24),
       [&flags](std::chrono::milliseconds d) {

@@ -24,6 +24,9 @@ struct DraFlags {
   std::string metrics_address; // empty: no /metrics and /healthz
   // The kubelet's PodResources socket, for kube_rdma_pod_port_info; empty: not read.
   std::string pod_resources_socket;
+  // The runtime's NRI socket (docs/nri.md); empty: no NRI plugin.
+  std::string nri_socket;
+  std::string host_proc_root = "/proc";
   // /healthz fails when the kubelet has not registered the driver, or no ResourceSlice round has
   // succeeded, for this long.
   std::chrono::milliseconds health_timeout = std::chrono::minutes(1);

@@ -35,6 +35,7 @@
 #include "kubeclient/api_client.h"
 #include "kubeclient/kubeconfig.h"
 #include "http/metrics_server.h"
+#include "nri/nccl_env_adjuster.h"
 
 namespace kube_rdma {
 namespace {
@@ -120,6 +121,8 @@ int run(const DraFlags& flags, const sigset_t& signals, Logger& logger) {
     std::lock_guard<std::mutex> lock(port_names_mutex);
     return {claimPortFamily(*held, port_names, flags.node_name)};
   };
+  const auto nri = startNcclEnvPlugin(flags.nri_socket, {flags.sysfs_root, flags.host_proc_root},
+                                      registry, logger);
   MetricsServerPtr metrics_server;
   if (!flags.metrics_address.empty()) {
     auto started_server = MetricsServer::startWhenPortIsFree(

@@ -25,6 +25,7 @@ Result<PluginFlags> parsePluginFlags(const std::vector<std::string>& args) {
   addMetricsAddressOption(*app, flags.metrics_address,
                           "serve /metrics and /healthz (default: off)");
   addPodResourcesSocketOption(*app, flags.pod_resources_socket);
+  addNriOptions(*app, flags.nri_socket, flags.host_proc_root);
   app->add_option("--node-name", flags.node_name, "for logs")->type_name("NAME");
   addLogFormatOption(*app, flags.log_format);
   const auto kMinimum = std::chrono::milliseconds(1);

@@ -24,6 +24,9 @@ struct PluginFlags {
   std::string metrics_address; // empty: no metrics endpoint
   // The kubelet's PodResources socket, for kube_rdma_pod_port_info; empty: not read.
   std::string pod_resources_socket;
+  // The runtime's NRI socket (docs/nri.md); empty: no NRI plugin.
+  std::string nri_socket;
+  std::string host_proc_root = "/proc";
   std::string node_name;
   LogFormat log_format = LogFormat::kText;
   // Every ListAndWatch stream re-sends the full list this often, so a lost update heals.

@@ -13,6 +13,7 @@
 #include "common/metrics.h"
 #include "plugin/flags.h"
 #include "http/metrics_server.h"
+#include "nri/nccl_env_adjuster.h"
 #include "plugin/plugin_manager.h"
 
 int main(int argc, char** argv) {
@@ -41,6 +42,9 @@ int main(int argc, char** argv) {
     logger.error("cannot start", {{"error", status.error().message}});
     return 1;
   }
+  // Per-container GID indexes into the environment, for containers carrying the NCCL hook.
+  const auto nri = startNcclEnvPlugin(flags->nri_socket, {flags->sysfs_root, flags->host_proc_root},
+                                      metrics, logger);
   const LivenessWatchdog liveness([&manager] { return manager.healthz(); }, kLivenessPeriod,
                                   kLivenessGrace, logAndExit(logger));
   MetricsServerPtr metrics_server;

@@ -112,8 +112,10 @@ class DevicePluginPods(ClusterTest):
         """The network operator's shared RoCE setup: Multus gives the pod a macvlan per rail
         (net1..net8) with an address of that rail's subnet, and the kernel has put those
         addresses in the data ports' GID tables after the node's and another pod's. The container
-        gets the index of its own addresses; the node's index stays the node's."""
+        gets the index of its own addresses, in its nccl.conf (the hook) and its environment (the
+        NRI plugin, through containerd's NRI); the node's index stays the node's."""
         before = hook_outcomes("rdma-device-plugin")
+        nri_before = hook_outcomes("rdma-device-plugin", "kube_rdma_nri_containers_total")
         pod = toolbox_pod("rails", PROBE, limits={"rdma/shared": "1"},
                           annotations=rail_networks())
         _, report = run_probe(pod)
@@ -123,7 +125,7 @@ class DevicePluginPods(ClusterTest):
                           for rail, address in enumerate(A100_RAIL_POD_IPS, start=1)})
         # Its own index on every port, not the node's 3 nor the other pod's 5.
         self.assertEqual(report["conf"].get("NCCL_IB_GID_INDEX"), A100_RAIL_POD_GID_INDEX)
-        self.assertNotIn("NCCL_IB_GID_INDEX", report["env"])
+        self.assertEqual(report["env"].get("NCCL_IB_GID_INDEX"), A100_RAIL_POD_GID_INDEX)
         self.assertEqual(report["conf"].get("NCCL_IB_HCA"), A100_HCA)
         # Bootstrap stays on the cluster network, not a rail.
         self.assertEqual(report["env"].get("NCCL_SOCKET_IFNAME"), "eth0")
@@ -134,10 +136,14 @@ class DevicePluginPods(ClusterTest):
         # A pod on the cluster network alone, at the same time, keeps the node's index.
         _, plain = run_probe(toolbox_pod("no-rails", PROBE, limits={"rdma/shared": "1"}))
         self.assertEqual(plain["conf"].get("NCCL_IB_GID_INDEX"), A100_GID_INDEX)
-        # The plugin's metrics counted both containers, each by what the hook did.
-        after = hook_outcomes("rdma-device-plugin")
-        self.assertEqual({k: after[k] - before[k] for k in after if after[k] != before[k]},
-                         {"own-gid-index": 1, "no-own-gid": 1})
+        self.assertNotIn("NCCL_IB_GID_INDEX", plain["env"])
+        # The plugin's metrics counted both containers, each by what the hook and the NRI plugin
+        # did.
+        for family, was in (("kube_rdma_nccl_hook_containers_total", before),
+                            ("kube_rdma_nri_containers_total", nri_before)):
+            after = hook_outcomes("rdma-device-plugin", family)
+            self.assertEqual({k: after[k] - was[k] for k in after if after[k] != was[k]},
+                             {"own-gid-index": 1, "no-own-gid": 1}, family)
 
     def test_annotation_only_pod(self):
         pod = toolbox_pod("annotation", PROBE, annotations={"kube-rdma.io/rdma": "1(roce)"})

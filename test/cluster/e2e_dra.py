@@ -140,8 +140,10 @@ class DraDriver(ClusterTest):
         """One claim of mlx5_1's port, prepared once, before either pod had a network; two pods
         use it: one with the rail1 network (Multus' macvlan, its address in the port's table at
         6/7), one on the cluster network alone. Each container's hook resolved its own
-        namespace: two answers for one claim."""
+        namespace: two answers for one claim, in nccl.conf and, through containerd's NRI, in the
+        environment."""
         before = hook_outcomes("rdma-dra-driver")
+        nri_before = hook_outcomes("rdma-dra-driver", "kube_rdma_nri_containers_total")
         create(one_nic_claim("rail-nic", device="mlx5_1"))
         on_rail_pod, on_rail = run_probe(toolbox_pod("on-rail", PROBE, claims=["rail-nic"],
                                                      annotations=rail_networks([1])))
@@ -155,12 +157,15 @@ class DraDriver(ClusterTest):
         self.assertEqual(attached_networks("on-rail"), {"net1": [A100_RAIL_POD_IPS[0]]})
         for report in (on_rail, plain):
             self.assertEqual(report["conf"].get("NCCL_IB_HCA"), "=mlx5_1:1")
-            self.assertNotIn("NCCL_IB_GID_INDEX", report["env"])
         self.assertEqual(on_rail["conf"].get("NCCL_IB_GID_INDEX"), A100_RAIL_POD_GID_INDEX)
+        self.assertEqual(on_rail["env"].get("NCCL_IB_GID_INDEX"), A100_RAIL_POD_GID_INDEX)
         self.assertEqual(plain["conf"].get("NCCL_IB_GID_INDEX"), A100_GID_INDEX)
-        after = hook_outcomes("rdma-dra-driver")
-        self.assertEqual({k: after[k] - before[k] for k in after if after[k] != before[k]},
-                         {"own-gid-index": 1, "no-own-gid": 1})
+        self.assertNotIn("NCCL_IB_GID_INDEX", plain["env"])
+        for family, was in (("kube_rdma_nccl_hook_containers_total", before),
+                            ("kube_rdma_nri_containers_total", nri_before)):
+            after = hook_outcomes("rdma-dra-driver", family)
+            self.assertEqual({k: after[k] - was[k] for k in after if after[k] != was[k]},
+                             {"own-gid-index": 1, "no-own-gid": 1}, family)
         # The real kubelet's PodResources API: both pods hold the claim's one port.
         held = sorted(line for line in daemon_metrics("rdma-dra-driver").splitlines()
                       if line.startswith("kube_rdma_pod_port_info{") and 'claim="rail-nic"' in line)

@@ -136,10 +136,11 @@ def daemon_metrics(daemon_prefix):
     return kubectl("get", "--raw", f"/api/v1/namespaces/kube-rdma/pods/{pod}:9436/proxy/metrics")
 
 
-def hook_outcomes(daemon_prefix):
-    """kube_rdma_nccl_hook_containers_total by outcome, from the daemon's /metrics."""
+def hook_outcomes(daemon_prefix, family="kube_rdma_nccl_hook_containers_total"):
+    """`family` (the hook's, or kube_rdma_nri_containers_total) by outcome, from the daemon's
+    /metrics."""
     text = daemon_metrics(daemon_prefix)
-    prefix = 'kube_rdma_nccl_hook_containers_total{outcome="'
+    prefix = family + '{outcome="'
     return {line[len(prefix):line.index('"', len(prefix))]: float(line.split()[-1])
             for line in text.splitlines() if line.startswith(prefix)}
 

@@ -20,6 +20,9 @@ std::vector<std::string> fields(const DraFlags& f) {
           f.cdi_dir,
           f.state_dir,
           f.metrics_address,
+          f.pod_resources_socket,
+          f.nri_socket,
+          f.host_proc_root,
           formatDuration(f.health_timeout),
           f.nfd_features_file,
           formatDuration(f.nfd_features_ttl),
@@ -31,11 +34,26 @@ std::vector<std::string> fields(const DraFlags& f) {
 TEST(DraFlags, DefaultsAreTheNodePathsAndTheNodeComesFromTheEnvironment) {
   auto flags = parseDraFlags({}, "gpu-node-1");
   ASSERT_TRUE(flags.ok()) << flags.error().message;
-  EXPECT_EQ(fields(*flags), (std::vector<std::string>{"gpu-node-1", "", "", "/sys", "/proc", "/dev",
+  EXPECT_EQ(fields(*flags), (std::vector<std::string>{"gpu-node-1",
+                                                      "",
+                                                      "",
+                                                      "/sys",
+                                                      "/proc",
+                                                      "/dev",
                                                       "/var/lib/kubelet/plugins_registry",
                                                       "/var/lib/kubelet/plugins/rdma.kube-rdma.io",
-                                                      "/var/run/cdi", "/var/run/kube-rdma/dra", "",
-                                                      "1m", "", "10m", "", "text", ""}));
+                                                      "/var/run/cdi",
+                                                      "/var/run/kube-rdma/dra",
+                                                      "",
+                                                      "",
+                                                      "",
+                                                      "/proc",
+                                                      "1m",
+                                                      "",
+                                                      "10m",
+                                                      "",
+                                                      "text",
+                                                      ""}));
 }
 
 TEST(DraFlags, EveryFlagInBothSpellings) {
@@ -56,6 +74,11 @@ TEST(DraFlags, EveryFlagInBothSpellings) {
                               "--state-dir",
                               "/s",
                               "--metrics-address=:9436",
+                              "--pod-resources-socket",
+                              "/pr.sock",
+                              "--nri-socket=/nri.sock",
+                              "--host-proc-root",
+                              "/tmp",
                               "--health-timeout",
                               "90s",
                               "--nfd-features-file=/f",
@@ -65,10 +88,26 @@ TEST(DraFlags, EveryFlagInBothSpellings) {
                               "--log-format=json"},
                              "from-env");
   ASSERT_TRUE(flags.ok()) << flags.error().message;
-  EXPECT_EQ(fields(*flags),
-            (std::vector<std::string>{"n2", "/etc/kube-rdma/config.json", "/etc/kube/config",
-                                      "/host/sys", "/host/proc", "/host/dev", "/r", "/p", "/c",
-                                      "/s", ":9436", "90s", "/f", "90s", "share", "json", ""}));
+  EXPECT_EQ(fields(*flags), (std::vector<std::string>{"n2",
+                                                      "/etc/kube-rdma/config.json",
+                                                      "/etc/kube/config",
+                                                      "/host/sys",
+                                                      "/host/proc",
+                                                      "/host/dev",
+                                                      "/r",
+                                                      "/p",
+                                                      "/c",
+                                                      "/s",
+                                                      ":9436",
+                                                      "/pr.sock",
+                                                      "/nri.sock",
+                                                      "/tmp",
+                                                      "90s",
+                                                      "/f",
+                                                      "90s",
+                                                      "share",
+                                                      "json",
+                                                      ""}));
 }
 
 TEST(DraFlags, ANodeNameIsRequired) {

@@ -19,6 +19,9 @@ std::vector<std::string> fields(const PluginFlags& f) {
           f.plugin_registry_dir,
           f.state_dir,
           f.metrics_address,
+          f.pod_resources_socket,
+          f.nri_socket,
+          f.host_proc_root,
           f.node_name,
           f.log_format == LogFormat::kJson ? "json" : "text",
           duration(f.resend_interval),
@@ -33,11 +36,27 @@ std::vector<std::string> fields(const PluginFlags& f) {
 TEST(PluginFlags, DefaultsAreTheNodePaths) {
   auto flags = parsePluginFlags({});
   ASSERT_TRUE(flags.ok()) << flags.error().message;
-  EXPECT_EQ(fields(*flags),
-            (std::vector<std::string>{
-                "", "/sys", "/proc", "/dev", "auto", "/var/lib/kubelet/device-plugins",
-                "/var/lib/kubelet/plugins_registry", "/var/run/kube-rdma", "", "", "text", "unset",
-                "unset", "no cdi", "/var/run/cdi", "", "600s", ""}));
+  EXPECT_EQ(fields(*flags), (std::vector<std::string>{"",
+                                                      "/sys",
+                                                      "/proc",
+                                                      "/dev",
+                                                      "auto",
+                                                      "/var/lib/kubelet/device-plugins",
+                                                      "/var/lib/kubelet/plugins_registry",
+                                                      "/var/run/kube-rdma",
+                                                      "",
+                                                      "",
+                                                      "",
+                                                      "/proc",
+                                                      "",
+                                                      "text",
+                                                      "unset",
+                                                      "unset",
+                                                      "no cdi",
+                                                      "/var/run/cdi",
+                                                      "",
+                                                      "600s",
+                                                      ""}));
 }
 
 // The DaemonSet's arguments (manifests/base/device-plugin/daemonset.yaml) and every other flag,
@@ -55,6 +74,10 @@ TEST(PluginFlags, ReadsEveryFlagInBothForms) {
                                  "/reg",
                                  "--state-dir=/state",
                                  "--metrics-address=10.0.0.1:9400",
+                                 "--pod-resources-socket=/pr.sock",
+                                 "--nri-socket",
+                                 "/nri.sock",
+                                 "--host-proc-root=/tmp",
                                  "--node-name",
                                  "node-1",
                                  "--log-format=json",
@@ -68,11 +91,27 @@ TEST(PluginFlags, ReadsEveryFlagInBothForms) {
                                  "--nfd-features-ttl",
                                  "90s"});
   ASSERT_TRUE(flags.ok()) << flags.error().message;
-  EXPECT_EQ(fields(*flags),
-            (std::vector<std::string>{"/etc/kube-rdma/plugin/config.json", "/host/sys", "/x/proc",
-                                      "/host/dev", "sysfs", "/dp", "/reg", "/state",
-                                      "10.0.0.1:9400", "node-1", "json", "120000ms", "250ms", "cdi",
-                                      "/cdi", "/nfd/features.d/kube-rdma", "90s", ""}));
+  EXPECT_EQ(fields(*flags), (std::vector<std::string>{"/etc/kube-rdma/plugin/config.json",
+                                                      "/host/sys",
+                                                      "/x/proc",
+                                                      "/host/dev",
+                                                      "sysfs",
+                                                      "/dp",
+                                                      "/reg",
+                                                      "/state",
+                                                      "10.0.0.1:9400",
+                                                      "/pr.sock",
+                                                      "/nri.sock",
+                                                      "/tmp",
+                                                      "node-1",
+                                                      "json",
+                                                      "120000ms",
+                                                      "250ms",
+                                                      "cdi",
+                                                      "/cdi",
+                                                      "/nfd/features.d/kube-rdma",
+                                                      "90s",
+                                                      ""}));
 }
 
 TEST(PluginFlags, BareDurationsAreSecondsAndSwitchesTakeTrueOrFalse) {
@@ -123,6 +162,8 @@ TEST(PluginFlags, ErrorsNameTheFlagAndTheValue) {
            {{"--discovery", "rdma-core"},
             "--discovery: 'rdma-core' is not one of sysfs, verbs, auto"},
            {{"--cdi=maybe"}, "Could not convert: --cdi = maybe"},
+           {{"--host-proc-root=/no/such/proc"},
+            "--host-proc-root: Directory does not exist: /no/such/proc"},
            {{"stray"}, "unexpected argument: stray"}}) {
     auto flags = parsePluginFlags(c.args);
     ASSERT_FALSE(flags.ok()) << c.expected;
