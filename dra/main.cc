@@ -34,6 +34,7 @@
 #include "dra/slice_publisher.h"
 #include "kubeclient/api_client.h"
 #include "kubeclient/kubeconfig.h"
+#include "kubeclient/pod_events.h"
 #include "http/metrics_server.h"
 #include "nri/nccl_env_adjuster.h"
 
@@ -121,8 +122,15 @@ int run(const DraFlags& flags, const sigset_t& signals, Logger& logger) {
     std::lock_guard<std::mutex> lock(port_names_mutex);
     return {claimPortFamily(*held, port_names, flags.node_name)};
   };
-  const auto nri = startNcclEnvPlugin(flags.nri_socket, {flags.sysfs_root, flags.host_proc_root},
-                                      registry, logger);
+  // A pod whose containers' NCCL cannot use a GID of the pod's own network says so in its events.
+  PodEventRecorder pod_events(**api, "rdma-dra-driver", flags.node_name,
+                              std::make_shared<RealClock>(), logger);
+  const auto nri = startNcclEnvPlugin(
+      flags.nri_socket, {flags.sysfs_root, flags.host_proc_root}, registry, logger,
+      [&pod_events](const PodWarning& warning) {
+        pod_events.warn({warning.pod_namespace, warning.pod_name, warning.pod_uid}, warning.reason,
+                        warning.message);
+      });
   MetricsServerPtr metrics_server;
   if (!flags.metrics_address.empty()) {
     auto started_server = MetricsServer::startWhenPortIsFree(

@@ -85,9 +85,38 @@ NcclEnvAdjustment adjustNcclEnv(const nriapi::CreateContainerRequest& request,
   return out;
 }
 
+std::optional<PodWarning> podWarningOf(const nriapi::CreateContainerRequest& request,
+                                       const NcclEnvAdjustment& adjusted) {
+  const ContainerGidDecision& decision = adjusted.decision;
+  if (!adjusted.carries_hook || (decision.outcome != NcclHookOutcome::kPortsDisagree &&
+                                 decision.outcome != NcclHookOutcome::kError)) {
+    return std::nullopt;
+  }
+  std::string detail;
+  for (const auto& [key, value] : decision.fields) {
+    if (key == "ports" || key == "error") {
+      detail = value;
+    }
+  }
+  const auto& container = request.container().name();
+  PodWarning warning{request.pod().namespace_(), request.pod().name(), request.pod().uid(), "", ""};
+  if (decision.outcome == NcclHookOutcome::kPortsDisagree) {
+    warning.reason = "RdmaGidPortsDisagree";
+    warning.message = "container " + container +
+                      ": its own RoCE GIDs sit at different indexes on its ports (" + detail +
+                      ") and NCCL takes one index for all: it keeps the node's, not one of the "
+                      "pod's network; give every rail the same GID layout";
+  } else {
+    warning.reason = "RdmaGidIndexUnresolved";
+    warning.message =
+        "container " + container + ": " + decision.message + (detail.empty() ? "" : ": " + detail);
+  }
+  return warning;
+}
+
 NcclEnvAdjuster::NcclEnvAdjuster(NcclEnvAdjusterOptions options, MetricsRegistry& metrics,
-                                 Logger& log)
-    : options_(std::move(options)), metrics_(metrics), log_(log) {
+                                 Logger& log, PodWarningSink warn)
+    : options_(std::move(options)), metrics_(metrics), log_(log), warn_(std::move(warn)) {
   for (const auto outcome : kNcclHookOutcomeNames) {
     metrics_.counter(kNriContainers, {{"outcome", std::string(outcome)}});
   }
@@ -102,19 +131,23 @@ NcclEnvAdjuster::operator()(const nriapi::CreateContainerRequest& request) {
   const ContainerGidDecision& decision = result.decision;
   log_.log(decision.level, "NRI: " + decision.message, decision.fields);
   metrics_.counter(kNriContainers, {{"outcome", std::string(toString(decision.outcome))}}).inc();
+  if (auto warning = podWarningOf(request, result); warning && warn_) {
+    warn_(*warning);
+  }
   return std::move(result.adjust);
 }
 
 std::unique_ptr<NriPlugin> startNcclEnvPlugin(const std::string& socket,
                                               NcclEnvAdjusterOptions options,
-                                              MetricsRegistry& metrics, Logger& log) {
+                                              MetricsRegistry& metrics, Logger& log,
+                                              PodWarningSink warn) {
   if (socket.empty()) {
     return nullptr;
   }
   NriPluginOptions plugin_options;
   plugin_options.socket_path = socket;
-  auto plugin = std::make_unique<NriPlugin>(plugin_options,
-                                            NcclEnvAdjuster(std::move(options), metrics, log), log);
+  auto plugin = std::make_unique<NriPlugin>(
+      plugin_options, NcclEnvAdjuster(std::move(options), metrics, log, std::move(warn)), log);
   plugin->start();
   return plugin;
 }

@@ -1,6 +1,8 @@
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "common/container_nccl.h"
@@ -38,23 +40,43 @@ struct NcclEnvAdjustment {
 NcclEnvAdjustment adjustNcclEnv(const nriapi::CreateContainerRequest& request,
                                 const NcclEnvAdjusterOptions& options);
 
+// A container whose NCCL will not use a GID of its own pod's network, for a Warning Event on
+// its pod (the daemon posts it, kubeclient/pod_events.h).
+struct PodWarning {
+  std::string pod_namespace;
+  std::string pod_name;
+  std::string pod_uid;
+  std::string reason;  // RdmaGidPortsDisagree, RdmaGidIndexUnresolved
+  std::string message; // the decision's, with the ports' indexes or the error
+};
+using PodWarningSink = std::function<void(const PodWarning&)>;
+
+// The warning for `adjusted`, if its outcome is one the user should see on the pod:
+// ports-disagree and error.
+std::optional<PodWarning> podWarningOf(const nriapi::CreateContainerRequest& request,
+                                       const NcclEnvAdjustment& adjusted);
+
 // The plugin's CreateContainer: adjustNcclEnv, logged and counted as
-// kube_rdma_nri_containers_total{outcome} (every outcome at 0 from the start).
+// kube_rdma_nri_containers_total{outcome} (every outcome at 0 from the start), and a warning to
+// `warn` (when set) for what podWarningOf picks.
 class NcclEnvAdjuster {
 public:
-  NcclEnvAdjuster(NcclEnvAdjusterOptions options, MetricsRegistry& metrics, Logger& log);
+  NcclEnvAdjuster(NcclEnvAdjusterOptions options, MetricsRegistry& metrics, Logger& log,
+                  PodWarningSink warn = nullptr);
   nriapi::ContainerAdjustment operator()(const nriapi::CreateContainerRequest& request);
 
 private:
   NcclEnvAdjusterOptions options_;
   MetricsRegistry& metrics_;
   Logger& log_;
+  PodWarningSink warn_;
 };
 
 // The node daemons' NRI plugin: an NcclEnvAdjuster behind an NriPlugin on `socket`, started;
 // nullptr when `socket` is empty (NRI off).
 std::unique_ptr<NriPlugin> startNcclEnvPlugin(const std::string& socket,
                                               NcclEnvAdjusterOptions options,
-                                              MetricsRegistry& metrics, Logger& log);
+                                              MetricsRegistry& metrics, Logger& log,
+                                              PodWarningSink warn = nullptr);
 
 } // namespace kube_rdma

@@ -31,6 +31,7 @@ struct ResourceType {
 const std::vector<ResourceType>& resourceTypes() {
   static const auto* types = new std::vector<ResourceType>{
       {"", "v1", "nodes", "Node", false, true, false, {"metadata.name", "spec.unschedulable"}},
+      {"", "v1", "events", "Event", true, false, false, {"metadata.name", "metadata.namespace"}},
       {"resource.k8s.io",
        "v1",
        "resourceslices",

@@ -24,8 +24,8 @@ struct Response;
 } // namespace httplib
 
 // A test double of the Kubernetes API server: the REST conventions of the real one (Status
-// bodies, resourceVersion, conflicts, selectors, watch) for nodes and the resource.k8s.io/v1
-// DRA types, over real TLS with bearer tokens and client certificates. What it does and where it
+// bodies, resourceVersion, conflicts, selectors, watch) for nodes, events and the
+// resource.k8s.io/v1 DRA types, over real TLS with bearer tokens and client certificates. What it does and where it
 // simplifies: docs/kubeclient.md "The API server simulator".
 namespace kube_rdma {
 

@@ -13,7 +13,8 @@ import time
 import unittest
 
 import yaml
-from e2e_lib import (A100_GID_INDEX, A100_RAIL_POD_GID_INDEX, A100_RAIL_POD_IPS, CAP_IPC_LOCK,
+from e2e_lib import (A100_GID_INDEX, A100_OTHER_POD_IPS, A100_RAIL_POD_GID_INDEX,
+                     A100_RAIL_POD_IPS, CAP_IPC_LOCK,
                      GPU_CLASS, NAMESPACE, NODE, PROBE, REPO, STATE, ClusterTest,
                      attached_networks, cluster, create, daemon_metrics, example_documents,
                      expected_memlock, get, has_cap, helm, hook_outcomes, in_node, kubectl,
@@ -174,6 +175,40 @@ class DraDriver(ClusterTest):
             f'namespace="{NAMESPACE}",pod="{name}",port="1"}} 1' for name in ("on-rail", "plain")])
         for name in ("on-rail", "plain"):
             kubectl("delete", "pod", "-n", NAMESPACE, name, "--wait=true")
+
+    def test_a_pod_whose_ports_disagree_is_told_so_in_its_events(self):
+        """A claim of mlx5_1 and mlx5_2 for a pod whose rail-1 address sits at index 5 of mlx5_1's
+        table and rail-2 address at 7 of mlx5_2's. NCCL takes one index for all ports, so the
+        container keeps the node's (nccl.conf's 3, nothing in its environment), and the pod's
+        events say why: a Warning the driver posted through the real API server, as
+        `kubectl describe pod` shows it."""
+        devices = "['mlx5_1', 'mlx5_2']"
+        create({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                "metadata": {"name": "two-rails", "namespace": NAMESPACE},
+                "spec": {"devices": {"requests": [{"name": "nics", "exactly": {
+                    "deviceClassName": "roce.rdma.kube-rdma.io", "allocationMode": "ExactCount",
+                    "count": 2, "selectors": [{"cel": {"expression":
+                        f"device.attributes['{DRIVER}'].rdmaDevice in {devices}"}}]}}]}}})
+        networks = rail_networks([1, 2], {1: A100_OTHER_POD_IPS[0], 2: A100_RAIL_POD_IPS[1]},
+                                 name="skewed")
+        _, report = run_probe(toolbox_pod("skewed", PROBE, claims=["two-rails"],
+                                          annotations=networks))
+        self.assertEqual(report["conf"].get("NCCL_IB_HCA"), "=mlx5_1:1,mlx5_2:1")
+        self.assertEqual(report["conf"].get("NCCL_IB_GID_INDEX"), A100_GID_INDEX)
+        self.assertNotIn("NCCL_IB_GID_INDEX", report["env"])
+
+        def warnings():
+            return kubectl("get", "events", "-n", NAMESPACE, "-o", "json", "--field-selector",
+                           "involvedObject.name=skewed,reason=RdmaGidPortsDisagree").stdout
+        wait_until("the driver's Warning event on the pod",
+                   lambda: json.loads(warnings())["items"])
+        (event,) = json.loads(warnings())["items"]
+        self.assertEqual(event["type"], "Warning")
+        self.assertEqual(event["source"], {"component": "rdma-dra-driver", "host": NODE})
+        self.assertIn("(mlx5_1:1=5,mlx5_2:1=7)", event["message"])
+        described = kubectl("describe", "pod", "-n", NAMESPACE, "skewed").stdout
+        self.assertRegex(described, r"Warning\s+RdmaGidPortsDisagree\s")
+        kubectl("delete", "pod", "-n", NAMESPACE, "skewed", "--wait=true")
 
     def test_a_pod_asking_rdma_shared_by_name_is_served_by_the_driver(self):
         """components/dra-extended-resources: the guide's `rdma/shared: 1` on a node without the

@@ -26,6 +26,8 @@ A100_GID_INDEX = "3"
 # port's table: after the node's 2/3 and another pod's 4/5.
 A100_RAIL_POD_IPS = [f"25.11.128.{11 + 32 * i}" for i in range(8)]
 A100_RAIL_POD_GID_INDEX = "7"
+# The fixture's other pod on every rail, at index 5 of each data port's table.
+A100_OTHER_POD_IPS = [f"25.11.128.{10 + 32 * i}" for i in range(8)]
 STATE = os.environ.get("KUBE_RDMA_CLUSTER_DIR", "/var/tmp/kube-rdma-cluster")
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -111,20 +113,20 @@ def in_node(*command):
     return subprocess.run(in_node_command(*command), capture_output=True, text=True, check=False)
 
 
-def rail_networks(rails=range(1, 9)):
-    """NetworkAttachmentDefinitions railN in the test namespace, as the network operator's shared
-    RoCE setup gives pods their rails: a macvlan of the node's rdma-data0 (its stand-in for the
-    data port of mlx5_N) with the address A100_RAIL_POD_IPS[N-1], so one pod at a time. Returns
-    the pod annotation that names them for Multus."""
+def rail_networks(rails=range(1, 9), addresses=None, name="rail"):
+    """NetworkAttachmentDefinitions <name>N in the test namespace, as the network operator's
+    shared RoCE setup gives pods their rails: a macvlan of the node's rdma-data0 (its stand-in for
+    the data port of mlx5_N) with the address addresses[N] (default A100_RAIL_POD_IPS[N-1]), so
+    one pod at a time. Returns the pod annotation that names them for Multus."""
+    addresses = addresses or {rail: A100_RAIL_POD_IPS[rail - 1] for rail in rails}
     for rail in rails:
-        config = {"cniVersion": "1.0.0", "name": f"rail{rail}", "type": "macvlan",
+        config = {"cniVersion": "1.0.0", "name": f"{name}{rail}", "type": "macvlan",
                   "master": "rdma-data0", "mode": "bridge",
-                  "ipam": {"type": "static",
-                           "addresses": [{"address": f"{A100_RAIL_POD_IPS[rail - 1]}/27"}]}}
+                  "ipam": {"type": "static", "addresses": [{"address": f"{addresses[rail]}/27"}]}}
         apply({"apiVersion": "k8s.cni.cncf.io/v1", "kind": "NetworkAttachmentDefinition",
-               "metadata": {"name": f"rail{rail}", "namespace": NAMESPACE},
+               "metadata": {"name": f"{name}{rail}", "namespace": NAMESPACE},
                "spec": {"config": json.dumps(config)}})
-    return {"k8s.v1.cni.cncf.io/networks": ",".join(f"rail{rail}" for rail in rails)}
+    return {"k8s.v1.cni.cncf.io/networks": ",".join(f"{name}{rail}" for rail in rails)}
 
 
 def daemon_metrics(daemon_prefix):

@@ -125,6 +125,34 @@ TEST_F(NcclEnvAdjusterTest, TroubleIsAnErrorOutcomeAndNoAdjustment) {
   }
 }
 
+TEST_F(NcclEnvAdjusterTest, PortsThatDisagreeAndErrorsAreWarningsOnThePod) {
+  auto disagree = request(102);
+  disagree.mutable_pod()->set_uid("pod-uid");
+  disagree.mutable_container()->set_name("trainer");
+  MetricsRegistry metrics;
+  std::ostringstream sink;
+  Logger log(sink);
+  std::vector<PodWarning> warned;
+  NcclEnvAdjuster adjuster(options_, metrics, log,
+                           [&warned](const PodWarning& w) { warned.push_back(w); });
+  adjuster(disagree);
+  adjuster(request(101)); // its own index: nothing to warn about
+  adjuster(request(103)); // no GID of its own (cluster network only): right as it is
+  adjuster(request(999)); // the sandbox is gone
+  ASSERT_EQ(warned.size(), 2u);
+  EXPECT_EQ(warned[0].pod_namespace + "/" + warned[0].pod_name + " " + warned[0].pod_uid,
+            "training/worker-0 pod-uid");
+  EXPECT_EQ(warned[0].reason, "RdmaGidPortsDisagree");
+  EXPECT_EQ(warned[0].message,
+            "container trainer: its own RoCE GIDs sit at different indexes on its ports "
+            "(mlx5_1:1=9,mlx5_2:1=11) and NCCL takes one index for all: it keeps the node's, not "
+            "one of the pod's network; give every rail the same GID layout");
+  EXPECT_EQ(warned[1].reason, "RdmaGidIndexUnresolved");
+  EXPECT_NE(warned[1].message.find("cannot read the container's addresses"), std::string::npos)
+      << warned[1].message;
+  EXPECT_NE(warned[1].message.find("/999/net/fib_trie"), std::string::npos) << warned[1].message;
+}
+
 TEST_F(NcclEnvAdjusterTest, CountsEveryOutcomeFromZero) {
   MetricsRegistry metrics;
   std::ostringstream sink;
