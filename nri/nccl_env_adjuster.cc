@@ -21,6 +21,8 @@ const nriapi::Hook* ncclHookOf(const nriapi::Container& container, const std::st
   return nullptr;
 }
 
+// nri_gid_index stays empty: a value already in the environment, even another kube-rdma
+// plugin's, is left alone (NRI fails a container whose variable two plugins set).
 ContainerSpec specOf(const nriapi::CreateContainerRequest& request) {
   ContainerSpec spec;
   const auto& container = request.container();

@@ -13,11 +13,12 @@ import time
 import unittest
 
 from e2e_lib import (A100_GID_INDEX, A100_HCA, A100_RAIL_POD_GID_INDEX, A100_RAIL_POD_IPS,
-                     CAP_IPC_LOCK, NAMESPACE, NODE, PROBE, REPO, STATE, ClusterTest,
-                     attached_networks, cluster, create, daemon_metrics, expected_memlock, get,
-                     has_cap, hook_outcomes, in_node_command, kubectl, pod_log,
-                     pytorchjob_worker, rail_networks, restore_ports, run_probe, runnable_here,
-                     set_port_state, toolbox_pod, wait_until)
+                     CAP_IPC_LOCK, CONTAINER_OUTCOME_FAMILIES, NAMESPACE, NODE, PROBE, REPO,
+                     STATE, ClusterTest, attached_networks, cluster, container_outcome_changes,
+                     container_outcomes, create, daemon_metrics, expected_memlock, get, has_cap,
+                     in_node_command, kubectl, pod_log, pytorchjob_worker, rail_networks,
+                     restore_ports, run_probe, runnable_here, set_port_state, toolbox_pod,
+                     wait_until)
 # The shipped monitoring against a real Prometheus, run with this suite's cluster.
 from monitoring import Monitoring  # noqa: F401
 
@@ -114,8 +115,7 @@ class DevicePluginPods(ClusterTest):
         addresses in the data ports' GID tables after the node's and another pod's. The container
         gets the index of its own addresses, in its nccl.conf (the hook) and its environment (the
         NRI plugin, through containerd's NRI); the node's index stays the node's."""
-        before = hook_outcomes("rdma-device-plugin")
-        nri_before = hook_outcomes("rdma-device-plugin", "kube_rdma_nri_containers_total")
+        before = container_outcomes("rdma-device-plugin")
         pod = toolbox_pod("rails", PROBE, limits={"rdma/shared": "1"},
                           annotations=rail_networks())
         _, report = run_probe(pod)
@@ -139,11 +139,9 @@ class DevicePluginPods(ClusterTest):
         self.assertNotIn("NCCL_IB_GID_INDEX", plain["env"])
         # The plugin's metrics counted both containers, each by what the hook and the NRI plugin
         # did.
-        for family, was in (("kube_rdma_nccl_hook_containers_total", before),
-                            ("kube_rdma_nri_containers_total", nri_before)):
-            after = hook_outcomes("rdma-device-plugin", family)
-            self.assertEqual({k: after[k] - was[k] for k in after if after[k] != was[k]},
-                             {"own-gid-index": 1, "no-own-gid": 1}, family)
+        self.assertEqual(container_outcome_changes("rdma-device-plugin", before),
+                         {family: {"own-gid-index": 1, "no-own-gid": 1}
+                          for family in CONTAINER_OUTCOME_FAMILIES})
 
     def test_annotation_only_pod(self):
         pod = toolbox_pod("annotation", PROBE, annotations={"kube-rdma.io/rdma": "1(roce)"})
@@ -327,7 +325,8 @@ time.sleep(300)
                    lambda: get("pod", name, "kube-rdma")["status"]["containerStatuses"][0]["ready"],
                    timeout=90)
         self.assertIn("the metrics port is free", pod_log(name, "kube-rdma"))
-        self.assertIn("no-own-gid", hook_outcomes("rdma-device-plugin"))
+        self.assertIn("no-own-gid",
+                      container_outcomes("rdma-device-plugin")[CONTAINER_OUTCOME_FAMILIES[0]])
         self.assertEqual(
             get("pod", name, "kube-rdma")["status"]["containerStatuses"][0]["restartCount"], 0)
 

@@ -14,14 +14,13 @@ import unittest
 
 import yaml
 from e2e_lib import (A100_GID_INDEX, A100_OTHER_POD_IPS, A100_RAIL_POD_GID_INDEX,
-                     A100_RAIL_POD_IPS, CAP_IPC_LOCK,
-                     GPU_CLASS, NAMESPACE, NODE, PROBE, REPO, STATE, ClusterTest,
-                     attached_networks, cluster, create, daemon_metrics, example_documents,
-                     expected_memlock, get, has_cap, helm, hook_outcomes, in_node, kubectl,
-                     parse_report, pod_log,
-                     probe_container, pytorchjob_worker, rail_networks, requests_of,
-                     restore_ports, run_probe, runnable_here, set_port_state, start_fake_gpus,
-                     toolbox_pod, wait_until)
+                     A100_RAIL_POD_IPS, CAP_IPC_LOCK, CONTAINER_OUTCOME_FAMILIES, GPU_CLASS,
+                     NAMESPACE, NODE, PROBE, REPO, STATE, ClusterTest, attached_networks, cluster,
+                     container_outcome_changes, container_outcomes, create, daemon_metrics,
+                     example_documents, expected_memlock, get, has_cap, helm, in_node, kubectl,
+                     parse_report, pod_log, probe_container, pytorchjob_worker, rail_networks,
+                     requests_of, restore_ports, run_probe, runnable_here, set_port_state,
+                     start_fake_gpus, toolbox_pod, wait_until)
 
 DRIVER = "rdma.kube-rdma.io"
 DOMAIN = DRIVER + "/"
@@ -143,8 +142,7 @@ class DraDriver(ClusterTest):
         6/7), one on the cluster network alone. Each container's hook resolved its own
         namespace: two answers for one claim, in nccl.conf and, through containerd's NRI, in the
         environment."""
-        before = hook_outcomes("rdma-dra-driver")
-        nri_before = hook_outcomes("rdma-dra-driver", "kube_rdma_nri_containers_total")
+        before = container_outcomes("rdma-dra-driver")
         create(one_nic_claim("rail-nic", device="mlx5_1"))
         on_rail_pod, on_rail = run_probe(toolbox_pod("on-rail", PROBE, claims=["rail-nic"],
                                                      annotations=rail_networks([1])))
@@ -162,11 +160,9 @@ class DraDriver(ClusterTest):
         self.assertEqual(on_rail["env"].get("NCCL_IB_GID_INDEX"), A100_RAIL_POD_GID_INDEX)
         self.assertEqual(plain["conf"].get("NCCL_IB_GID_INDEX"), A100_GID_INDEX)
         self.assertNotIn("NCCL_IB_GID_INDEX", plain["env"])
-        for family, was in (("kube_rdma_nccl_hook_containers_total", before),
-                            ("kube_rdma_nri_containers_total", nri_before)):
-            after = hook_outcomes("rdma-dra-driver", family)
-            self.assertEqual({k: after[k] - was[k] for k in after if after[k] != was[k]},
-                             {"own-gid-index": 1, "no-own-gid": 1}, family)
+        self.assertEqual(container_outcome_changes("rdma-dra-driver", before),
+                         {family: {"own-gid-index": 1, "no-own-gid": 1}
+                          for family in CONTAINER_OUTCOME_FAMILIES})
         # The real kubelet's PodResources API: both pods hold the claim's one port.
         held = sorted(line for line in daemon_metrics("rdma-dra-driver").splitlines()
                       if line.startswith("kube_rdma_pod_port_info{") and 'claim="rail-nic"' in line)
@@ -191,24 +187,29 @@ class DraDriver(ClusterTest):
                         f"device.attributes['{DRIVER}'].rdmaDevice in {devices}"}}]}}]}}})
         networks = rail_networks([1, 2], {1: A100_OTHER_POD_IPS[0], 2: A100_RAIL_POD_IPS[1]},
                                  name="skewed")
-        _, report = run_probe(toolbox_pod("skewed", PROBE, claims=["two-rails"],
-                                          annotations=networks))
-        self.assertEqual(report["conf"].get("NCCL_IB_HCA"), "=mlx5_1:1,mlx5_2:1")
-        self.assertEqual(report["conf"].get("NCCL_IB_GID_INDEX"), A100_GID_INDEX)
-        self.assertNotIn("NCCL_IB_GID_INDEX", report["env"])
+        try:
+            _, report = run_probe(toolbox_pod("skewed", PROBE, claims=["two-rails"],
+                                              annotations=networks))
+            self.assertEqual(report["conf"].get("NCCL_IB_HCA"), "=mlx5_1:1,mlx5_2:1")
+            self.assertEqual(report["conf"].get("NCCL_IB_GID_INDEX"), A100_GID_INDEX)
+            self.assertNotIn("NCCL_IB_GID_INDEX", report["env"])
 
-        def warnings():
-            return kubectl("get", "events", "-n", NAMESPACE, "-o", "json", "--field-selector",
-                           "involvedObject.name=skewed,reason=RdmaGidPortsDisagree").stdout
-        wait_until("the driver's Warning event on the pod",
-                   lambda: json.loads(warnings())["items"])
-        (event,) = json.loads(warnings())["items"]
-        self.assertEqual(event["type"], "Warning")
-        self.assertEqual(event["source"], {"component": "rdma-dra-driver", "host": NODE})
-        self.assertIn("(mlx5_1:1=5,mlx5_2:1=7)", event["message"])
-        described = kubectl("describe", "pod", "-n", NAMESPACE, "skewed").stdout
-        self.assertRegex(described, r"Warning\s+RdmaGidPortsDisagree\s")
-        kubectl("delete", "pod", "-n", NAMESPACE, "skewed", "--wait=true")
+            def warnings():
+                return kubectl("get", "events", "-n", NAMESPACE, "-o", "json", "--field-selector",
+                               "involvedObject.name=skewed,reason=RdmaGidPortsDisagree")
+            wait_until("the driver's Warning event on the pod",
+                       lambda: json.loads(warnings())["items"])
+            (event,) = json.loads(warnings())["items"]
+            self.assertEqual(event["type"], "Warning")
+            self.assertEqual(event["source"], {"component": "rdma-dra-driver", "host": NODE})
+            self.assertIn("(mlx5_1:1=5,mlx5_2:1=7)", event["message"])
+            described = kubectl("describe", "pod", "-n", NAMESPACE, "skewed")
+            self.assertRegex(described, r"Warning\s+RdmaGidPortsDisagree\s")
+        finally:
+            # The two ports go back to the other tests of the class.
+            kubectl("delete", "pod", "-n", NAMESPACE, "skewed", "--ignore-not-found",
+                    "--wait=true")
+            kubectl("delete", "resourceclaim", "-n", NAMESPACE, "two-rails", "--wait=true")
 
     def test_a_pod_asking_rdma_shared_by_name_is_served_by_the_driver(self):
         """components/dra-extended-resources: the guide's `rdma/shared: 1` on a node without the

@@ -138,13 +138,27 @@ def daemon_metrics(daemon_prefix):
     return kubectl("get", "--raw", f"/api/v1/namespaces/kube-rdma/pods/{pod}:9436/proxy/metrics")
 
 
-def hook_outcomes(daemon_prefix, family="kube_rdma_nccl_hook_containers_total"):
-    """`family` (the hook's, or kube_rdma_nri_containers_total) by outcome, from the daemon's
-    /metrics."""
+# What each container got at its creation, counted by the NCCL hook and by the NRI plugin.
+CONTAINER_OUTCOME_FAMILIES = ("kube_rdma_nccl_hook_containers_total",
+                              "kube_rdma_nri_containers_total")
+
+
+def container_outcomes(daemon_prefix):
+    """{family: {outcome: count}} of CONTAINER_OUTCOME_FAMILIES, from the daemon's /metrics."""
     text = daemon_metrics(daemon_prefix)
-    prefix = family + '{outcome="'
-    return {line[len(prefix):line.index('"', len(prefix))]: float(line.split()[-1])
-            for line in text.splitlines() if line.startswith(prefix)}
+    counts = {}
+    for family in CONTAINER_OUTCOME_FAMILIES:
+        prefix = family + '{outcome="'
+        counts[family] = {line[len(prefix):line.index('"', len(prefix))]: float(line.split()[-1])
+                          for line in text.splitlines() if line.startswith(prefix)}
+    return counts
+
+
+def container_outcome_changes(daemon_prefix, before):
+    """What each family of container_outcomes gained since `before`: the outcomes that moved."""
+    after = container_outcomes(daemon_prefix)
+    return {family: {k: n - before[family][k] for k, n in after[family].items()
+                     if n != before[family][k]} for family in after}
 
 
 def attached_networks(pod_name):

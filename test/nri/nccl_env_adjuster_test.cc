@@ -87,9 +87,15 @@ TEST_F(NcclEnvAdjusterTest, WhatTheHookLeavesAloneSoDoesThePlugin) {
   user_set.mutable_container()->add_env("NCCL_IB_GID_INDEX=5");
   auto no_conf = request(101);
   no_conf.mutable_container()->clear_mounts();
+  // Another kube-rdma plugin came first (both daemons on the node for a moment): NRI fails the
+  // container if a second plugin sets the variable too.
+  auto set_before = request(101);
+  set_before.mutable_container()->add_env("NCCL_IB_GID_INDEX=7");
+  (*set_before.mutable_container()->mutable_annotations())[kNriGidIndexAnnotation] = "7";
   for (const auto& [name, req, outcome] :
        {std::tuple{"hostNetwork", host_network, NcclHookOutcome::kHostNetwork},
         {"the user's own value", user_set, NcclHookOutcome::kUserSet},
+        {"another kube-rdma plugin's value", set_before, NcclHookOutcome::kUserSet},
         {"no nccl.conf", no_conf, NcclHookOutcome::kNoNcclConf}}) {
     const NcclEnvAdjustment adjusted = adjustNcclEnv(req, options_);
     EXPECT_EQ(adjusted.decision.outcome, outcome) << name;
