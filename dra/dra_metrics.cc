@@ -11,8 +11,8 @@ namespace {
 const std::vector<double> kLatencyBounds{0.0005, 0.001, 0.002, 0.005, 0.01, 0.025,
                                          0.05,   0.1,   0.25,  0.5,   1,    5};
 
-const char* resultLabel(bool ok) {
-  return ok ? "success" : "error";
+const char* outcomeLabel(bool ok) {
+  return ok ? "ok" : "error";
 }
 
 } // namespace
@@ -21,17 +21,17 @@ const char* resultLabel(bool ok) {
 // than gaps.
 DraMetrics::DraMetrics(MetricsRegistry& registry)
     : registry_(registry),
-      prepared_ok_(registry.counter(dra_metrics::kPrepares, {{"result", resultLabel(true)}})),
-      prepare_failed_(registry.counter(dra_metrics::kPrepares, {{"result", resultLabel(false)}})),
-      unprepared_ok_(registry.counter(dra_metrics::kUnprepares, {{"result", resultLabel(true)}})),
+      prepared_ok_(registry.counter(dra_metrics::kPrepares, {{"outcome", outcomeLabel(true)}})),
+      prepare_failed_(registry.counter(dra_metrics::kPrepares, {{"outcome", outcomeLabel(false)}})),
+      unprepared_ok_(registry.counter(dra_metrics::kUnprepares, {{"outcome", outcomeLabel(true)}})),
       unprepare_failed_(
-          registry.counter(dra_metrics::kUnprepares, {{"result", resultLabel(false)}})),
+          registry.counter(dra_metrics::kUnprepares, {{"outcome", outcomeLabel(false)}})),
       prepare_seconds_(registry.histogram(dra_metrics::kPrepareSeconds, kLatencyBounds)),
       unprepare_seconds_(registry.histogram(dra_metrics::kUnprepareSeconds, kLatencyBounds)),
       published_ok_(
-          registry.counter(dra_metrics::kSlicePublications, {{"result", resultLabel(true)}})),
+          registry.counter(dra_metrics::kSlicePublications, {{"outcome", outcomeLabel(true)}})),
       publish_failed_(
-          registry.counter(dra_metrics::kSlicePublications, {{"result", resultLabel(false)}})),
+          registry.counter(dra_metrics::kSlicePublications, {{"outcome", outcomeLabel(false)}})),
       prepared_claims_(registry.gauge(dra_metrics::kPreparedClaims)),
       pod_resources_errors_(registry.counter(dra_metrics::kPodResourcesErrors)) {}
 

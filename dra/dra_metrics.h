@@ -10,9 +10,9 @@ namespace kube_rdma {
 namespace dra_metrics {
 
 inline constexpr MetricFamily kPrepares{"kube_rdma_dra_prepare_claims_total",
-                                        "Claims NodePrepareResources handled, by result."};
+                                        "Claims NodePrepareResources handled, by outcome."};
 inline constexpr MetricFamily kUnprepares{"kube_rdma_dra_unprepare_claims_total",
-                                          "Claims NodeUnprepareResources handled, by result."};
+                                          "Claims NodeUnprepareResources handled, by outcome."};
 inline constexpr MetricFamily kPrepareSeconds{
     "kube_rdma_dra_prepare_duration_seconds",
     "Time to prepare one claim, its read from the API server included."};
@@ -20,7 +20,7 @@ inline constexpr MetricFamily kUnprepareSeconds{"kube_rdma_dra_unprepare_duratio
                                                 "Time to unprepare one claim."};
 inline constexpr MetricFamily kSlicePublications{
     "kube_rdma_dra_slice_publications_total",
-    "Rounds that changed the node's ResourceSlices in the API, by result."};
+    "Rounds that changed the node's ResourceSlices in the API, by outcome."};
 inline constexpr MetricFamily kApiErrors{
     "kube_rdma_dra_api_errors_total",
     "Failed API server requests by HTTP status; code 0: no answer (connection, TLS, timeout)."};

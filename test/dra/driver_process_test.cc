@@ -312,13 +312,13 @@ TEST_F(DriverProcess, ServesMetricsThePrometheusParserReadsAndHealthzSaysWhatIsW
   ASSERT_EQ(families.count("kube_rdma_dra_prepare_claims"), 1u) << scraped->body;
   const json& prepares = families["kube_rdma_dra_prepare_claims"];
   EXPECT_EQ(prepares["type"], "counter");
-  EXPECT_EQ(prepares["help"], "Claims NodePrepareResources handled, by result.");
-  EXPECT_EQ(sampleValue(prepares, "kube_rdma_dra_prepare_claims_total", {{"result", "success"}}),
+  EXPECT_EQ(prepares["help"], "Claims NodePrepareResources handled, by outcome.");
+  EXPECT_EQ(sampleValue(prepares, "kube_rdma_dra_prepare_claims_total", {{"outcome", "ok"}}),
             2);
-  EXPECT_EQ(sampleValue(prepares, "kube_rdma_dra_prepare_claims_total", {{"result", "error"}}), 1);
+  EXPECT_EQ(sampleValue(prepares, "kube_rdma_dra_prepare_claims_total", {{"outcome", "error"}}), 1);
   const json& unprepares = families["kube_rdma_dra_unprepare_claims"];
   EXPECT_EQ(
-      sampleValue(unprepares, "kube_rdma_dra_unprepare_claims_total", {{"result", "success"}}), 1);
+      sampleValue(unprepares, "kube_rdma_dra_unprepare_claims_total", {{"outcome", "ok"}}), 1);
   const json& latency = families["kube_rdma_dra_prepare_duration_seconds"];
   EXPECT_EQ(latency["type"], "histogram");
   EXPECT_EQ(sampleValue(latency, "kube_rdma_dra_prepare_duration_seconds_count", json::object()),
@@ -327,7 +327,7 @@ TEST_F(DriverProcess, ServesMetricsThePrometheusParserReadsAndHealthzSaysWhatIsW
                         "kube_rdma_dra_unprepare_duration_seconds_count", json::object()),
             1);
   EXPECT_GE(sampleValue(families["kube_rdma_dra_slice_publications"],
-                        "kube_rdma_dra_slice_publications_total", {{"result", "success"}}),
+                        "kube_rdma_dra_slice_publications_total", {{"outcome", "ok"}}),
             1);
   // The claim the API does not have: its GET answered 404.
   EXPECT_GE(sampleValue(families["kube_rdma_dra_api_errors"], "kube_rdma_dra_api_errors_total",
