@@ -127,10 +127,7 @@ int run(const DraFlags& flags, const sigset_t& signals, Logger& logger) {
                               std::make_shared<RealClock>(), logger);
   const auto nri = startNcclEnvPlugin(
       flags.nri_socket, {flags.sysfs_root, flags.host_proc_root}, registry, logger,
-      [&pod_events](const PodWarning& warning) {
-        pod_events.warn({warning.pod_namespace, warning.pod_name, warning.pod_uid}, warning.reason,
-                        warning.message);
-      });
+      [&pod_events](const PodWarning& warning) { pod_events.warn(warning); });
   MetricsServerPtr metrics_server;
   if (!flags.metrics_address.empty()) {
     auto started_server = MetricsServer::startWhenPortIsFree(

@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <ctime>
 
+#include "kubeclient/kubeconfig.h"
+
 namespace kube_rdma {
 namespace {
 
@@ -21,8 +23,7 @@ std::string rfc3339(std::chrono::system_clock::time_point when) {
 
 } // namespace
 
-nlohmann::json podWarningEvent(const PodRef& pod, const std::string& reason,
-                               const std::string& message, const std::string& component,
+nlohmann::json podWarningEvent(const PodWarning& warning, const std::string& component,
                                const std::string& node, std::chrono::system_clock::time_point now) {
   const auto nanoseconds =
       std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count();
@@ -31,15 +32,15 @@ nlohmann::json podWarningEvent(const PodRef& pod, const std::string& reason,
   const std::string at = rfc3339(now);
   return {{"apiVersion", "v1"},
           {"kind", "Event"},
-          {"metadata", {{"name", pod.name + suffix}, {"namespace", pod.ns}}},
+          {"metadata", {{"name", warning.pod_name + suffix}, {"namespace", warning.pod_namespace}}},
           {"involvedObject",
            {{"apiVersion", "v1"},
             {"kind", "Pod"},
-            {"namespace", pod.ns},
-            {"name", pod.name},
-            {"uid", pod.uid}}},
-          {"reason", reason},
-          {"message", message},
+            {"namespace", warning.pod_namespace},
+            {"name", warning.pod_name},
+            {"uid", warning.pod_uid}}},
+          {"reason", warning.reason},
+          {"message", warning.message},
           {"type", "Warning"},
           {"source", {{"component", component}, {"host", node}}},
           {"reportingComponent", component},
@@ -47,6 +48,23 @@ nlohmann::json podWarningEvent(const PodRef& pod, const std::string& reason,
           {"firstTimestamp", at},
           {"lastTimestamp", at},
           {"count", 1}};
+}
+
+ApiClientPtr podEventsClient(const std::string& user_agent, Logger& log) {
+  auto config = inClusterConfig("/", serviceEnvironmentFromProcess());
+  if (!config) {
+    log.info("no service account token: no events on pods", {{"reason", config.error().message}});
+    return nullptr;
+  }
+  ClientOptions options;
+  options.user_agent = user_agent;
+  auto client = ApiClient::fromConfig(*config, options, std::make_shared<RealClock>());
+  if (!client) {
+    log.warn("cannot configure the API client: no events on pods",
+             {{"error", client.error().message}});
+    return nullptr;
+  }
+  return std::move(*client);
 }
 
 PodEventRecorder::PodEventRecorder(ApiClient& api, std::string component, std::string node,
@@ -63,22 +81,22 @@ PodEventRecorder::~PodEventRecorder() {
   thread_.join();
 }
 
-void PodEventRecorder::warn(const PodRef& pod, const std::string& reason,
-                            const std::string& message) {
+void PodEventRecorder::warn(const PodWarning& warning) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (sent_.size() >= kMaxRemembered) {
       sent_.clear();
     }
-    if (!sent_.insert({pod.uid, reason}).second) {
+    if (!sent_.insert({warning.pod_uid, warning.reason}).second) {
       return;
     }
     if (queue_.size() >= kMaxQueued) {
-      log_.warn("too many pod events waiting for the API server: one dropped",
-                {{"pod", pod.ns + "/" + pod.name}, {"reason", reason}});
+      log_.warn(
+          "too many pod events waiting for the API server: one dropped",
+          {{"pod", warning.pod_namespace + "/" + warning.pod_name}, {"reason", warning.reason}});
       return;
     }
-    queue_.push_back({pod, reason, message});
+    queue_.push_back(warning);
   }
   wake_.notify_one();
 }
@@ -90,16 +108,16 @@ void PodEventRecorder::run() {
     if (stopping_) {
       return;
     }
-    const Pending event = std::move(queue_.front());
+    const PodWarning event = std::move(queue_.front());
     queue_.pop_front();
     lock.unlock();
-    const auto object = podWarningEvent(event.pod, event.reason, event.message, component_, node_,
-                                        clock_->wallNow());
-    if (auto created = api_.create("/api/v1/namespaces/" + event.pod.ns + "/events", object);
+    const auto object = podWarningEvent(event, component_, node_, clock_->wallNow());
+    if (auto created = api_.create("/api/v1/namespaces/" + event.pod_namespace + "/events", object);
         !created) {
-      log_.warn("cannot post an event on the pod", {{"pod", event.pod.ns + "/" + event.pod.name},
-                                                    {"reason", event.reason},
-                                                    {"error", created.error().message}});
+      log_.warn("cannot post an event on the pod",
+                {{"pod", event.pod_namespace + "/" + event.pod_name},
+                 {"reason", event.reason},
+                 {"error", created.error().message}});
     }
     lock.lock();
   }

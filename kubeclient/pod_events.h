@@ -14,22 +14,17 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/pod_warning.h"
 #include "kubeclient/api_client.h"
 
 // Warning Events on pods, what `kubectl describe pod` and `kubectl get events` show: the place a
 // user looks first when a pod does not do what it should (docs/nri.md, "Events").
 namespace kube_rdma {
 
-struct PodRef {
-  std::string ns;
-  std::string name;
-  std::string uid;
-};
-
-// A core/v1 Event of type Warning about `pod`: one occurrence at `now`, from `component` on
-// `node`. Named as the kubelet names its events, "<pod>.<time in hex nanoseconds>".
-nlohmann::json podWarningEvent(const PodRef& pod, const std::string& reason,
-                               const std::string& message, const std::string& component,
+// A core/v1 Event of type Warning about the warning's pod: one occurrence at `now`, from
+// `component` on `node`. Named as the kubelet names its events, "<pod>.<time in hex
+// nanoseconds>".
+nlohmann::json podWarningEvent(const PodWarning& warning, const std::string& component,
                                const std::string& node, std::chrono::system_clock::time_point now);
 
 // Posts them from a thread of its own, so that the caller (the NRI plugin, on the container
@@ -45,16 +40,11 @@ public:
 
   // Returns at once. Past kMaxQueued waiting events the newest is dropped and logged: a node
   // cannot bury the API server in events.
-  void warn(const PodRef& pod, const std::string& reason, const std::string& message);
+  void warn(const PodWarning& warning);
 
   static constexpr size_t kMaxQueued = 64;
 
 private:
-  struct Pending {
-    PodRef pod;
-    std::string reason;
-    std::string message;
-  };
   void run();
 
   ApiClient& api_;
@@ -64,10 +54,15 @@ private:
   Logger& log_;
   std::mutex mutex_;
   std::condition_variable wake_;
-  std::deque<Pending> queue_;
+  std::deque<PodWarning> queue_;
   std::set<std::pair<std::string, std::string>> sent_; // pod uid, reason
   bool stopping_ = false;
   std::thread thread_;
 };
+
+// A client of the API server with the pod's own service account, for a daemon that only posts
+// events (the device plugin); nullptr, logged, where the pod has no token: its events are then
+// left out and nothing else changes.
+ApiClientPtr podEventsClient(const std::string& user_agent, Logger& log);
 
 } // namespace kube_rdma

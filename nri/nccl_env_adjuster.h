@@ -1,6 +1,5 @@
 #pragma once
 
-#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -8,6 +7,7 @@
 #include "common/container_nccl.h"
 #include "common/log.h"
 #include "common/metrics.h"
+#include "common/pod_warning.h"
 #include "nri/nri_plugin.h"
 #include "nri/nri_session.h"
 
@@ -40,19 +40,8 @@ struct NcclEnvAdjustment {
 NcclEnvAdjustment adjustNcclEnv(const nriapi::CreateContainerRequest& request,
                                 const NcclEnvAdjusterOptions& options);
 
-// A container whose NCCL will not use a GID of its own pod's network, for a Warning Event on
-// its pod (the daemon posts it, kubeclient/pod_events.h).
-struct PodWarning {
-  std::string pod_namespace;
-  std::string pod_name;
-  std::string pod_uid;
-  std::string reason;  // RdmaGidPortsDisagree, RdmaGidIndexUnresolved
-  std::string message; // the decision's, with the ports' indexes or the error
-};
-using PodWarningSink = std::function<void(const PodWarning&)>;
-
 // The warning for `adjusted`, if its outcome is one the user should see on the pod:
-// ports-disagree and error.
+// ports-disagree (RdmaGidPortsDisagree) and error (RdmaGidIndexUnresolved).
 std::optional<PodWarning> podWarningOf(const nriapi::CreateContainerRequest& request,
                                        const NcclEnvAdjustment& adjusted);
 

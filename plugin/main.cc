@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include <iostream>
+#include <optional>
 #include <stop_token>
 #include <thread>
 
@@ -13,6 +14,7 @@
 #include "common/metrics.h"
 #include "plugin/flags.h"
 #include "http/metrics_server.h"
+#include "kubeclient/pod_events.h"
 #include "nri/nccl_env_adjuster.h"
 #include "plugin/plugin_manager.h"
 
@@ -42,9 +44,20 @@ int main(int argc, char** argv) {
     logger.error("cannot start", {{"error", status.error().message}});
     return 1;
   }
-  // Per-container GID indexes into the environment, for containers carrying the NCCL hook.
+  // Per-container GID indexes into the environment, for containers carrying the NCCL hook, and
+  // Warning events on pods where that cannot be their own: with the pod's token, which only the
+  // CDI manifests give (and only for events).
+  const auto api =
+      flags->nri_socket.empty() ? nullptr : podEventsClient("rdma-device-plugin", logger);
+  std::optional<PodEventRecorder> pod_events;
+  PodWarningSink warn;
+  if (api) {
+    pod_events.emplace(*api, "rdma-device-plugin", flags->node_name, std::make_shared<RealClock>(),
+                       logger);
+    warn = [&pod_events](const PodWarning& warning) { pod_events->warn(warning); };
+  }
   const auto nri = startNcclEnvPlugin(flags->nri_socket, {flags->sysfs_root, flags->host_proc_root},
-                                      metrics, logger);
+                                      metrics, logger, warn);
   const LivenessWatchdog liveness([&manager] { return manager.healthz(); }, kLivenessPeriod,
                                   kLivenessGrace, logAndExit(logger));
   MetricsServerPtr metrics_server;

@@ -6,13 +6,15 @@ runc; what a container sees is read from inside it.
     scripts/cluster.sh up && python3 -m unittest test/cluster/e2e_device_plugin.py -v
 """
 
+import json
 import os
 import select
 import subprocess
 import time
 import unittest
 
-from e2e_lib import (A100_GID_INDEX, A100_HCA, A100_RAIL_POD_GID_INDEX, A100_RAIL_POD_IPS,
+from e2e_lib import (A100_GID_INDEX, A100_HCA, A100_OTHER_POD_IPS, A100_RAIL_POD_GID_INDEX,
+                     A100_RAIL_POD_IPS,
                      CAP_IPC_LOCK, CONTAINER_OUTCOME_FAMILIES, NAMESPACE, NODE, PROBE, REPO,
                      STATE, ClusterTest, attached_networks, cluster, container_outcome_changes,
                      container_outcomes, create, daemon_metrics, expected_memlock, get, has_cap,
@@ -142,6 +144,28 @@ class DevicePluginPods(ClusterTest):
         self.assertEqual(container_outcome_changes("rdma-device-plugin", before),
                          {family: {"own-gid-index": 1, "no-own-gid": 1}
                           for family in CONTAINER_OUTCOME_FAMILIES})
+
+    def test_a_pod_whose_ports_disagree_is_told_so_in_its_events(self):
+        """rdma/shared gives all eight data ports; the pod's rail-1 address sits at index 5 of
+        mlx5_1's table, its addresses on rails 2-8 at 7. NCCL takes one index for all ports: the
+        container keeps the node's (nccl.conf's 3, nothing in its environment), and the plugin
+        posts a Warning on the pod with the token the CDI component gives it for that alone."""
+        addresses = {rail: A100_RAIL_POD_IPS[rail - 1] for rail in range(1, 9)}
+        addresses[1] = A100_OTHER_POD_IPS[0]
+        networks = rail_networks(range(1, 9), addresses, name="skewed")
+        try:
+            _, report = run_probe(toolbox_pod("skewed", PROBE, limits={"rdma/shared": "1"},
+                                              annotations=networks))
+            self.assertEqual(report["conf"].get("NCCL_IB_GID_INDEX"), A100_GID_INDEX)
+            self.assertNotIn("NCCL_IB_GID_INDEX", report["env"])
+            event = wait_until("the plugin's Warning event on the pod", lambda: json.loads(kubectl(
+                "get", "events", "-n", NAMESPACE, "-o", "json", "--field-selector",
+                "involvedObject.name=skewed,reason=RdmaGidPortsDisagree"))["items"])[0]
+            self.assertEqual(event["source"], {"component": "rdma-device-plugin", "host": NODE})
+            self.assertIn("(mlx5_1:1=5,mlx5_2:1=7,", event["message"])
+        finally:
+            kubectl("delete", "pod", "-n", NAMESPACE, "skewed", "--ignore-not-found",
+                    "--wait=true")
 
     def test_annotation_only_pod(self):
         pod = toolbox_pod("annotation", PROBE, annotations={"kube-rdma.io/rdma": "1(roce)"})

@@ -15,12 +15,14 @@ namespace {
 
 using json = nlohmann::json;
 
-const PodRef kWorker{"training", "worker-0", "0f6c-uid"};
+PodWarning worker0(const std::string& reason, const std::string& message) {
+  return {"training", "worker-0", "0f6c-uid", reason, message};
+}
 
 TEST(PodWarningEvent, IsTheCoreEventKubectlDescribeLists) {
   const auto at = std::chrono::system_clock::time_point(std::chrono::seconds(1'796'000'000)) +
                   std::chrono::nanoseconds(42);
-  const json event = podWarningEvent(kWorker, "RdmaGidPortsDisagree", "ports disagree",
+  const json event = podWarningEvent(worker0("RdmaGidPortsDisagree", "ports disagree"),
                                      "rdma-dra-driver", "gpu-node-1", at);
   EXPECT_EQ(event["metadata"],
             (json{{"name", "worker-0.18ecac7c009a002a"}, {"namespace", "training"}}));
@@ -67,10 +69,10 @@ protected:
 TEST_F(PodEventRecorderTest, OneEventPerPodAndReason) {
   PodEventRecorder recorder(*api_, "rdma-dra-driver", "gpu-node-1", std::make_shared<RealClock>(),
                             log_);
-  recorder.warn(kWorker, "RdmaGidPortsDisagree", "first");
-  recorder.warn(kWorker, "RdmaGidPortsDisagree", "the container again"); // not repeated
-  recorder.warn(kWorker, "RdmaGidIndexUnresolved", "another reason");
-  recorder.warn({"training", "worker-1", "1a2b-uid"}, "RdmaGidPortsDisagree", "another pod");
+  recorder.warn(worker0("RdmaGidPortsDisagree", "first"));
+  recorder.warn(worker0("RdmaGidPortsDisagree", "the container again")); // not repeated
+  recorder.warn(worker0("RdmaGidIndexUnresolved", "another reason"));
+  recorder.warn({"training", "worker-1", "1a2b-uid", "RdmaGidPortsDisagree", "another pod"});
   // Posted in order: once the last is there, the repeat would have been too.
   ASSERT_TRUE(eventually([&] { return events().size() >= 3; }));
   std::multiset<std::string> posted;
@@ -87,7 +89,7 @@ TEST_F(PodEventRecorderTest, AnEventTheServerRefusesIsLogged) {
   simulator_->allow("system:serviceaccount:kube-rdma:rdma-dra-driver", "get", "nodes");
   PodEventRecorder recorder(*api_, "rdma-dra-driver", "gpu-node-1", std::make_shared<RealClock>(),
                             log_);
-  recorder.warn(kWorker, "RdmaGidPortsDisagree", "refused");
+  recorder.warn(worker0("RdmaGidPortsDisagree", "refused"));
   ASSERT_TRUE(eventually([&] {
     return log_sink_.str().find("cannot post an event on the pod") != std::string::npos;
   }));
