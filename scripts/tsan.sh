@@ -25,6 +25,6 @@ if [[ ! -f "$build_dir/build.ninja" ]]; then
     -DCMAKE_EXE_LINKER_FLAGS=-fuse-ld=lld -DCMAKE_SHARED_LINKER_FLAGS=-fuse-ld=lld >/dev/null
 fi
 cmake --build "$build_dir" -j "${JOBS:-2}" --target fixtures common_tests webhook_tests rdma-webhook \
-  plugin_tests kubeclient_tests
+  plugin_tests kubeclient_tests nri_tests
 ctest --test-dir "$build_dir" --output-on-failure -j "${JOBS:-2}" --timeout 600 \
-  -R '^(InotifyWatcher|AdmissionServerTest|WebhookE2E|MetricsEndpoint|PluginConcurrency|ApiClientTest|ClaimCacheTest|LivenessWatchdog)\.'
+  -R '^(InotifyWatcher|AdmissionServerTest|WebhookE2E|MetricsEndpoint|PluginConcurrency|ApiClientTest|ClaimCacheTest|LivenessWatchdog|NriPlugin|PodEventRecorderTest)\.'

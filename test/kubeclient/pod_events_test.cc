@@ -3,9 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
-#include <sstream>
 
 #include "test/apiserver/api_server_simulator.h"
+#include "test/fakes/shared_log_sink.h"
 #include "test/plugin/temp_dir.h"
 #include "test/webhook/eventually.h"
 #include "test/webhook/test_certificates.h"
@@ -62,7 +62,7 @@ protected:
   TempDir dir_;
   std::unique_ptr<ApiServerSimulator> simulator_;
   ApiClientPtr api_;
-  std::ostringstream log_sink_;
+  SharedLogSink log_sink_;
   Logger log_{log_sink_};
 };
 
@@ -91,9 +91,9 @@ TEST_F(PodEventRecorderTest, AnEventTheServerRefusesIsLogged) {
                             log_);
   recorder.warn(worker0("RdmaGidPortsDisagree", "refused"));
   ASSERT_TRUE(eventually([&] {
-    return log_sink_.str().find("cannot post an event on the pod") != std::string::npos;
+    return log_sink_.text().find("cannot post an event on the pod") != std::string::npos;
   }));
-  EXPECT_NE(log_sink_.str().find("pod=training/worker-0"), std::string::npos) << log_sink_.str();
+  EXPECT_NE(log_sink_.text().find("pod=training/worker-0"), std::string::npos) << log_sink_.text();
   EXPECT_TRUE(events().empty());
 }
 
