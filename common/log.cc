@@ -86,6 +86,15 @@ void Logger::log(LogLevel level, const std::string& msg, std::span<const LogFiel
   sink_ << line << std::flush;
 }
 
+std::string rfc3339Utc(std::chrono::system_clock::time_point time) {
+  const std::time_t seconds = std::chrono::system_clock::to_time_t(time);
+  std::tm utc{};
+  gmtime_r(&seconds, &utc);
+  char text[32];
+  const size_t n = std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return std::string(text, n);
+}
+
 bool parseLogFormat(const std::string& text, LogFormat& out) {
   if (text != "text" && text != "json") {
     return false;

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <chrono>
 #include <initializer_list>
 #include <mutex>
 #include <ostream>
@@ -43,6 +44,10 @@ private:
   LogLevel min_level_;
   std::mutex mutex_;
 };
+
+// "2026-12-01T23:04:05Z": RFC 3339 in UTC, whole seconds (the fraction is dropped), as NFD's
+// expiry-time and Kubernetes' timestamps take it.
+std::string rfc3339Utc(std::chrono::system_clock::time_point time);
 
 // "text" or "json"; anything else is an error the caller reports.
 bool parseLogFormat(const std::string& text, LogFormat& out);

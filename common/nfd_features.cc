@@ -1,7 +1,8 @@
 #include "common/nfd_features.h"
 
-#include <ctime>
 #include <set>
+
+#include "common/log.h"
 
 namespace kube_rdma {
 
@@ -52,15 +53,6 @@ NodeLabels nodeLabels(const NodeTopology& topology, const std::vector<NodePool>&
     labels[ns + "gpudirect-rdma"] = "true";
   }
   return labels;
-}
-
-std::string rfc3339Utc(std::chrono::system_clock::time_point time) {
-  const std::time_t seconds = std::chrono::system_clock::to_time_t(time);
-  std::tm utc{};
-  ::gmtime_r(&seconds, &utc);
-  char text[32];
-  const size_t n = std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return std::string(text, n);
 }
 
 std::string nfdFeatureFile(const NodeLabels& labels, std::chrono::system_clock::time_point expiry) {

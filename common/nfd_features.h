@@ -34,7 +34,4 @@ NodeLabels nodeLabels(const NodeTopology& topology, const std::vector<NodePool>&
 // "name=value" line per label.
 std::string nfdFeatureFile(const NodeLabels& labels, std::chrono::system_clock::time_point expiry);
 
-// "2026-12-01T23:04:05Z": RFC 3339 in UTC, whole seconds (the fraction is dropped).
-std::string rfc3339Utc(std::chrono::system_clock::time_point time);
-
 } // namespace kube_rdma

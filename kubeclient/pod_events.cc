@@ -1,7 +1,6 @@
 #include "kubeclient/pod_events.h"
 
 #include <cstdio>
-#include <ctime>
 
 #include "kubeclient/kubeconfig.h"
 
@@ -12,15 +11,6 @@ namespace {
 // its event a second time, never unboundedly many.
 constexpr size_t kMaxRemembered = 4096;
 
-std::string rfc3339(std::chrono::system_clock::time_point when) {
-  const std::time_t seconds = std::chrono::system_clock::to_time_t(when);
-  std::tm utc{};
-  gmtime_r(&seconds, &utc);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return text;
-}
-
 } // namespace
 
 nlohmann::json podWarningEvent(const PodWarning& warning, const std::string& component,
@@ -29,7 +19,7 @@ nlohmann::json podWarningEvent(const PodWarning& warning, const std::string& com
       std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count();
   char suffix[24];
   std::snprintf(suffix, sizeof suffix, ".%llx", static_cast<unsigned long long>(nanoseconds));
-  const std::string at = rfc3339(now);
+  const std::string at = rfc3339Utc(now);
   return {{"apiVersion", "v1"},
           {"kind", "Event"},
           {"metadata", {{"name", warning.pod_name + suffix}, {"namespace", warning.pod_namespace}}},

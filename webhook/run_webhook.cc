@@ -9,7 +9,7 @@
 
 #include "common/process_start.h"
 #include "common/file_watcher.h"
-#include "common/nfd_features.h"
+#include "common/log.h"
 #include "common/strings.h"
 #include "webhook/policy.h"
 #include "kubeclient/api_client.h"

@@ -6,7 +6,6 @@ runc; what a container sees is read from inside it.
     scripts/cluster.sh up && python3 -m unittest test/cluster/e2e_device_plugin.py -v
 """
 
-import json
 import os
 import select
 import subprocess
@@ -14,13 +13,12 @@ import time
 import unittest
 
 from e2e_lib import (A100_GID_INDEX, A100_HCA, A100_OTHER_POD_IPS, A100_RAIL_POD_GID_INDEX,
-                     A100_RAIL_POD_IPS,
-                     CAP_IPC_LOCK, CONTAINER_OUTCOME_FAMILIES, NAMESPACE, NODE, PROBE, REPO,
-                     STATE, ClusterTest, attached_networks, cluster, container_outcome_changes,
-                     container_outcomes, create, daemon_metrics, expected_memlock, get, has_cap,
-                     in_node_command, kubectl, pod_log, pytorchjob_worker, rail_networks,
-                     restore_ports, run_probe, runnable_here, set_port_state, toolbox_pod,
-                     wait_until)
+                     A100_RAIL_POD_IPS, CAP_IPC_LOCK, CONTAINER_OUTCOME_FAMILIES, NAMESPACE, NODE,
+                     PROBE, REPO, STATE, ClusterTest, attached_networks, cluster,
+                     container_outcome_changes, container_outcomes, create, daemon_metrics,
+                     expected_memlock, get, has_cap, in_node_command, kubectl, pod_events, pod_log,
+                     pytorchjob_worker, rail_networks, restore_ports, run_probe, runnable_here,
+                     set_port_state, toolbox_pod, wait_until)
 # The shipped monitoring against a real Prometheus, run with this suite's cluster.
 from monitoring import Monitoring  # noqa: F401
 
@@ -158,9 +156,8 @@ class DevicePluginPods(ClusterTest):
                                               annotations=networks))
             self.assertEqual(report["conf"].get("NCCL_IB_GID_INDEX"), A100_GID_INDEX)
             self.assertNotIn("NCCL_IB_GID_INDEX", report["env"])
-            event = wait_until("the plugin's Warning event on the pod", lambda: json.loads(kubectl(
-                "get", "events", "-n", NAMESPACE, "-o", "json", "--field-selector",
-                "involvedObject.name=skewed,reason=RdmaGidPortsDisagree"))["items"])[0]
+            event = wait_until("the plugin's Warning event on the pod",
+                               lambda: pod_events("skewed", "RdmaGidPortsDisagree"))[0]
             self.assertEqual(event["source"], {"component": "rdma-device-plugin", "host": NODE})
             self.assertIn("(mlx5_1:1=5,mlx5_2:1=7,", event["message"])
         finally:

@@ -18,9 +18,9 @@ from e2e_lib import (A100_GID_INDEX, A100_OTHER_POD_IPS, A100_RAIL_POD_GID_INDEX
                      NAMESPACE, NODE, PROBE, REPO, STATE, ClusterTest, attached_networks, cluster,
                      container_outcome_changes, container_outcomes, create, daemon_metrics,
                      example_documents, expected_memlock, get, has_cap, helm, in_node, kubectl,
-                     parse_report, pod_log, probe_container, pytorchjob_worker, rail_networks,
-                     requests_of, restore_ports, run_probe, runnable_here, set_port_state,
-                     start_fake_gpus, toolbox_pod, wait_until)
+                     parse_report, pod_events, pod_log, probe_container, pytorchjob_worker,
+                     rail_networks, requests_of, restore_ports, run_probe, runnable_here,
+                     set_port_state, start_fake_gpus, toolbox_pod, wait_until)
 
 DRIVER = "rdma.kube-rdma.io"
 DOMAIN = DRIVER + "/"
@@ -194,12 +194,9 @@ class DraDriver(ClusterTest):
             self.assertEqual(report["conf"].get("NCCL_IB_GID_INDEX"), A100_GID_INDEX)
             self.assertNotIn("NCCL_IB_GID_INDEX", report["env"])
 
-            def warnings():
-                return kubectl("get", "events", "-n", NAMESPACE, "-o", "json", "--field-selector",
-                               "involvedObject.name=skewed,reason=RdmaGidPortsDisagree")
             wait_until("the driver's Warning event on the pod",
-                       lambda: json.loads(warnings())["items"])
-            (event,) = json.loads(warnings())["items"]
+                       lambda: pod_events("skewed", "RdmaGidPortsDisagree"))
+            (event,) = pod_events("skewed", "RdmaGidPortsDisagree")
             self.assertEqual(event["type"], "Warning")
             self.assertEqual(event["source"], {"component": "rdma-dra-driver", "host": NODE})
             self.assertIn("(mlx5_1:1=5,mlx5_2:1=7)", event["message"])

@@ -161,6 +161,12 @@ def container_outcome_changes(daemon_prefix, before):
                      if n != before[family][k]} for family in after}
 
 
+def pod_events(pod_name, reason):
+    """The events of pod `pod_name` of the test namespace with `reason`, from the API server."""
+    return json.loads(kubectl("get", "events", "-n", NAMESPACE, "-o", "json", "--field-selector",
+                              f"involvedObject.name={pod_name},reason={reason}"))["items"]
+
+
 def attached_networks(pod_name):
     """{interface: [addresses]} of the pod's networks besides eth0, as Multus reported them."""
     annotations = get("pod", pod_name, NAMESPACE)["metadata"]["annotations"]

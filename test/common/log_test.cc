@@ -41,6 +41,13 @@ std::string tsOfJsonLine(const std::string& line) {
   return parsed.at("ts").get<std::string>();
 }
 
+TEST(Rfc3339Utc, IsUtcToTheSecond) {
+  using std::chrono::system_clock;
+  const system_clock::time_point expiry = system_clock::from_time_t(1796119200);
+  EXPECT_EQ(rfc3339Utc(expiry + std::chrono::milliseconds(999)), "2026-12-01T10:00:00Z");
+  EXPECT_EQ(rfc3339Utc(system_clock::from_time_t(0)), "1970-01-01T00:00:00Z");
+}
+
 TEST(Logger, TextLinesQuoteOnlyValuesThatNeedIt) {
   std::ostringstream sink;
   Logger log(sink);

@@ -105,11 +105,6 @@ TEST(NfdFeatures, NoDataPortNoLabelAndNoGpuNoGpudirect) {
   EXPECT_TRUE(read->labels.empty());
 }
 
-TEST(NfdFeatures, Rfc3339IsUtcToTheSecond) {
-  EXPECT_EQ(rfc3339Utc(kExpiry + std::chrono::milliseconds(999)), "2026-12-01T10:00:00Z");
-  EXPECT_EQ(rfc3339Utc(system_clock::from_time_t(0)), "1970-01-01T00:00:00Z");
-}
-
 // The reader is the test's judge: it must refuse what NFD or the API server would.
 TEST(NfdFeatureReader, RefusesWhatNfdOrTheApiServerWouldNotTake) {
   const auto now = kExpiry;
