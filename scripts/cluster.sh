@@ -2,24 +2,29 @@
 # A real one-node Kubernetes cluster on this machine, with kube-rdma installed as an operator
 # installs it, for the end-to-end tests and the demo (docs/cluster.md).
 #
-#   scripts/cluster.sh up [--driver device-plugin|dra] [--install kustomize|helm]
+#   scripts/cluster.sh up [--driver device-plugin|dra] [--install kustomize|helm] [--nodes N]
 #                                     start it, kube-rdma installed from test/cluster/overlays/
 #                                     (kustomize, the default) or from manifests/helm/kube-rdma
-#                                     with test/cluster/chart-values/ (helm); the last line
-#                                     printed is `export KUBECONFIG=<path>`
+#                                     with test/cluster/chart-values/ (helm), on N nodes (1, the
+#                                     default, to 8); the last line printed is
+#                                     `export KUBECONFIG=<path>`
 #   scripts/cluster.sh down                              stop everything it started
-#   scripts/cluster.sh stop|start COMPONENT              one component (kubelet, containerd, ...)
+#   scripts/cluster.sh stop|start COMPONENT[@NODE]       one component (kubelet, containerd, ...)
+#                                                        of the first node, or of NODE
 #   scripts/cluster.sh status                            what runs
 #
-# The node is the bundled A100 RoCE fixture: its sysfs tree (test/fixtures/gen_sysfs.py) stands
-# in for /sys in the kube-rdma pods, and its /dev/infiniband nodes are made with mknod. Pods get
-# their networks through Multus: the bridge CNI's eth0, and the macvlan networks a pod's
-# k8s.v1.cni.cncf.io/networks annotation names (on rdma-data0, the node's stand-in for the data
-# ports; the fixture's GID tables hold the addresses test/cluster's rail pod is given). Every
-# program runs in one network and mount namespace of the cluster's own, so nothing of it
+# The first node, a100-roce-0, is the bundled A100 RoCE fixture: its sysfs tree
+# (test/fixtures/gen_sysfs.py) stands in for /sys in the kube-rdma pods, and its /dev/infiniband
+# nodes are made with mknod. Every further node, rocep-roce-K, is other hardware: the fixture
+# renamed-rocep (four RoCE HCAs named rocep<bus>s0f0 by udev's naming, management NIC eno1).
+# Pods get their networks through Multus: the bridge CNI's eth0, and the macvlan networks a
+# pod's k8s.v1.cni.cncf.io/networks annotation names (on rdma-data0, the node's stand-in for the
+# data ports; the A100 fixture's GID tables hold the addresses test/cluster's rail pod is given).
+# The first node and the control plane share one network and mount namespace of the cluster's
+# own; every further node has its own pair, joined to the first by a bridge, so nothing of it
 # touches the machine's network or mounts: the API server is reached from outside through a
-# relay on 127.0.0.1:${KUBE_RDMA_CLUSTER_PORT:-6443}; `down` ends the namespace and every mount
-# with it. State lives in KUBE_RDMA_CLUSTER_DIR (default /var/tmp/kube-rdma-cluster).
+# relay on 127.0.0.1:${KUBE_RDMA_CLUSTER_PORT:-6443}; `down` ends the namespaces and every mount
+# with them. State lives in KUBE_RDMA_CLUSTER_DIR (default /var/tmp/kube-rdma-cluster).
 #
 # Environment: KUBE_RDMA_PROGRAMS (folder with the built kube-rdma programs; default: build
 # them into build/ as scripts/demo.sh does), KUBE_RDMA_CLUSTER_PORT, KUBE_RDMA_CLUSTER_DIR.
@@ -28,9 +33,8 @@ set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 state=${KUBE_RDMA_CLUSTER_DIR:-/var/tmp/kube-rdma-cluster}
 port=${KUBE_RDMA_CLUSTER_PORT:-6443}
-node_name=a100-roce-0
-node_ip=10.200.0.1    # the node's "eth0", inside the cluster's network namespace
-pod_cidr=10.88.0.0/16 # the CNI bridge's range, inside that namespace too
+control_ip=10.200.0.1      # the first node's "eth0", in the namespace the control plane shares
+cluster_pod_cidr=10.88.0.0/13 # every node's pod range (use_node) lies in it
 service_cidr=10.96.0.0/16
 # Not locked on in this release: named so that a release which turns one off by default still
 # runs what kube-rdma needs (DRA taints, consumable capacity, resource health).
@@ -44,18 +48,50 @@ die() {
 }
 say() { echo "cluster: $*" >&2; }
 
-holder_pid() { cat "$state/pids/namespace" 2>/dev/null; }
-# Runs a command inside the cluster's namespaces.
-in_cluster() { nsenter --target "$(holder_pid)" --net --mount -- "$@"; }
+# Node K (from 0) of the cluster: what it is and where its files are. The first node shares the
+# control plane's namespaces and keeps the state folder's top level (the tests read its logs and
+# files there); node K's files are under nodes/NAME, its processes' pid and log files end in
+# @NAME. Sets node, node_name, fixture_variant, node_root, tag, node_ip, pod_cidr, pod_gateway,
+# cgroup_root.
+use_node() { # K
+  node=$1
+  if ((node == 0)); then
+    node_name=a100-roce-0 fixture_variant=a100-roce-pod-rails node_root=$state tag=
+  else
+    node_name=rocep-roce-$node fixture_variant=renamed-rocep node_root=$state/nodes/rocep-roce-$node
+    tag=@$node_name
+  fi
+  node_ip=10.200.0.$((node + 1))
+  pod_cidr=10.$((88 + node)).0.0/16
+  pod_gateway=10.$((88 + node)).0.1
+  cgroup_root=kube-rdma-e2e${tag:+-$node_name}
+}
+node_count() { cat "$state/node-count" 2>/dev/null || echo 1; }
+# The node K whose name is NAME.
+node_index() { # NAME
+  local k
+  for ((k = 0; k < $(node_count); k++)); do
+    use_node "$k"
+    [[ $node_name == "$1" ]] && return 0
+  done
+  die "no node '$1' in this cluster"
+}
+
+holder_pid() { cat "$state/pids/namespace$tag" 2>/dev/null; }
+# Runs a command inside the current node's namespaces (use_node).
+in_node() { nsenter --target "$(holder_pid)" --net --mount -- "$@"; }
+# ... and inside the first node's, which the control plane shares.
+in_cluster() { nsenter --target "$(cat "$state/pids/namespace")" --net --mount -- "$@"; }
 running() { # NAME
   local pid
   pid=$(cat "$state/pids/$1" 2>/dev/null) || return 1
   kill -0 "$pid" 2>/dev/null
 }
 
-# Starts NAME in the cluster's namespaces, in its own session, logging to logs/NAME.log.
+# Starts NAME in the current node's namespaces, in its own session, logging to logs/NAME@NODE.log
+# (logs/NAME.log on the first node).
 start_daemon() { # NAME COMMAND...
-  local name=$1
+  local name=$1$tag
   shift
   running "$name" && return 0
   setsid nsenter --target "$(holder_pid)" --net --mount -- "$@" >>"$state/logs/$name.log" 2>&1 </dev/null &
@@ -106,18 +142,30 @@ make_pki() {
     rm -f "$pki/$1.csr" "$ext"
   }
   cert apiserver /CN=kube-apiserver \
-    "IP:127.0.0.1,IP:$node_ip,IP:10.96.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
+    "IP:127.0.0.1,IP:$control_ip,IP:10.96.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
   cert apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client"
   cert admin "/O=system:masters/CN=kubernetes-admin"
   cert controller-manager /CN=system:kube-controller-manager
   cert scheduler /CN=system:kube-scheduler
   cert kube-proxy /CN=system:kube-proxy
-  cert kubelet "/O=system:nodes/CN=system:node:$node_name" "IP:$node_ip,DNS:$node_name"
   openssl genrsa -out "$pki/sa.key" 2048 2>/dev/null
   openssl rsa -in "$pki/sa.key" -pubout -out "$pki/sa.pub" 2>/dev/null
-  local user
-  for user in admin controller-manager scheduler kube-proxy kubelet; do
+  local user k
+  for user in controller-manager scheduler; do
     kubeconfig "$user" "https://127.0.0.1:6443" >"$state/$user.kubeconfig"
+  done
+  # Each node's kubelet its own identity (the Node authorizer and NodeRestriction go by it); the
+  # first node reaches the API server on its loopback, the others at the first node's address.
+  for ((k = 0; k < $(node_count); k++)); do
+    use_node "$k"
+    mkdir -p "$node_root"
+    cert "kubelet$tag" "/O=system:nodes/CN=system:node:$node_name" "IP:$node_ip,DNS:$node_name"
+    local server=https://127.0.0.1:6443
+    ((k == 0)) || server=https://$control_ip:6443
+    kubeconfig "kubelet$tag" "$server" >"$node_root/kubelet.kubeconfig"
+    for user in admin kube-proxy; do
+      kubeconfig "$user" "$server" >"$node_root/$user.kubeconfig"
+    done
   done
   # The one for people and tests outside the namespace: through the relay.
   kubeconfig admin "https://127.0.0.1:$port" >"$state/kubeconfig"
@@ -153,11 +201,12 @@ has_sys_resource() {
 
 # --- the node's configuration files -----------------------------------------------------------
 
-write_configs() {
-  mkdir -p "$state/cni" "$state/cni-default" "$state/containerd"
-  cat >"$state/containerd/config.toml" <<EOF
+# The current node's (use_node) runtime, CNI, kubelet and kube-proxy configuration.
+write_node_configs() {
+  mkdir -p "$node_root/cni" "$node_root/cni-default" "$node_root/containerd"
+  cat >"$node_root/containerd/config.toml" <<EOF
 version = 3
-root = "$state/containerd/root"
+root = "$node_root/containerd/root"
 state = "/run/containerd"
 [grpc]
   address = "/run/containerd/containerd.sock"
@@ -176,7 +225,7 @@ state = "/run/containerd"
         SystemdCgroup = false
   [plugins.'io.containerd.cri.v1.runtime'.cni]
     bin_dirs = ["/usr/lib/cni", "$(cat "$state/bin")/cni"]
-    conf_dir = "$state/cni"
+    conf_dir = "$node_root/cni"
 [plugins.'io.containerd.cri.v1.images']
   snapshotter = "overlayfs"
   [plugins.'io.containerd.cri.v1.images'.pinned_images]
@@ -185,57 +234,71 @@ EOF
   # Multus (thin plugin) is the runtime's one network: it runs the bridge for every pod's eth0
   # and adds the NetworkAttachmentDefinitions a pod names. It reads pods and those with the
   # admin's credentials (a test cluster: the Multus DaemonSet would use its service account).
-  cat >"$state/cni/00-multus.conf" <<EOF
+  cat >"$node_root/cni/00-multus.conf" <<EOF
 {
   "cniVersion": "1.0.0",
   "name": "multus-cni-network",
   "type": "multus",
-  "kubeconfig": "$state/admin.kubeconfig",
-  "cniDir": "$state/multus",
+  "kubeconfig": "$node_root/admin.kubeconfig",
+  "cniDir": "$node_root/multus",
   "binDir": "/usr/lib/cni",
-  "clusterNetwork": "$state/cni-default/10-bridge.conf"
+  "clusterNetwork": "$node_root/cni-default/10-bridge.conf"
 }
 EOF
   # One plugin, not a conflist: Multus 4.2 caches a conflist delegate without its plugins'
   # own fields and then fails every pod's DEL ("no IP ranges specified"). The default route
   # (isDefaultGateway) takes a pod's traffic to Services, the kubernetes one included, through
-  # the node's kube-proxy rules; without it the webhook cannot read ResourceClaims.
-  cat >"$state/cni-default/10-bridge.conf" <<EOF
+  # the node's kube-proxy rules; without it the webhook cannot read ResourceClaims. Each node
+  # has a range of its own; the nodes route each other's (connect_node).
+  cat >"$node_root/cni-default/10-bridge.conf" <<EOF
 {
   "cniVersion": "1.0.0",
   "name": "kube-rdma-e2e",
   "type": "bridge", "bridge": "cni0", "isGateway": true, "isDefaultGateway": true,
   "ipMasq": false, "hairpinMode": true,
-  "ipam": {"type": "host-local", "ranges": [[{"subnet": "$pod_cidr", "gateway": "10.88.0.1"}]]}
+  "ipam": {"type": "host-local", "ranges": [[{"subnet": "$pod_cidr", "gateway": "$pod_gateway"}]]}
 }
 EOF
-  cat >"$state/kubelet.yaml" <<EOF
+  cat >"$node_root/kubelet.yaml" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 # This machine's kernel mounts cgroup v1; the kubelet still runs on it when told so.
 failCgroupV1: false
 cgroupDriver: cgroupfs
 # Pods' cgroups under a root of their own, which 'down' removes.
-cgroupRoot: /kube-rdma-e2e
+cgroupRoot: /$cgroup_root
 containerRuntimeEndpoint: unix:///run/containerd/containerd.sock
 authentication:
   anonymous: {enabled: false}
   webhook: {enabled: true}
   x509: {clientCAFile: $state/pki/ca.crt}
 authorization: {mode: Webhook}
-tlsCertFile: $state/pki/kubelet.crt
-tlsPrivateKeyFile: $state/pki/kubelet.key
+tlsCertFile: $state/pki/kubelet$tag.crt
+tlsPrivateKeyFile: $state/pki/kubelet$tag.key
 featureGates: {$(echo "$feature_gates" | sed 's/=/: /g; s/,/, /g')}
 failSwapOn: false
 clusterDomain: cluster.local
-resolvConf: $state/resolv.conf
+resolvConf: $node_root/resolv.conf
 # The test machine's disk and memory, not a production node's: never evict for a nearly full disk.
 evictionHard: {memory.available: 100Mi, nodefs.available: 1%, imagefs.available: 1%, nodefs.inodesFree: 1%}
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 serializeImagePulls: false
 EOF
-  echo "nameserver 127.0.0.1" >"$state/resolv.conf"
+  echo "nameserver 127.0.0.1" >"$node_root/resolv.conf"
+  cat >"$node_root/kube-proxy.yaml" <<EOF
+apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+mode: nftables
+clusterCIDR: $cluster_pod_cidr
+hostnameOverride: $node_name
+clientConnection: {kubeconfig: $node_root/kube-proxy.kubeconfig}
+# conntrack limits are the host's (not a namespace's) to set.
+conntrack: {maxPerCore: 0}
+EOF
+}
+
+write_control_plane_configs() {
   # Who asked for what (user, user agent, verb, resource): how the API load of each kube-rdma
   # program is measured (test/cluster/api_load.py).
   cat >"$state/audit-policy.yaml" <<EOF
@@ -245,73 +308,122 @@ omitStages: [RequestReceived]
 rules:
   - level: Metadata
 EOF
-  cat >"$state/kube-proxy.yaml" <<EOF
-apiVersion: kubeproxy.config.k8s.io/v1alpha1
-kind: KubeProxyConfiguration
-mode: nftables
-clusterCIDR: $pod_cidr
-hostnameOverride: $node_name
-clientConnection: {kubeconfig: $state/kube-proxy.kubeconfig}
-# conntrack limits are the host's (not a namespace's) to set.
-conntrack: {maxPerCore: 0}
-EOF
 }
 
 # --- namespaces --------------------------------------------------------------------------------
 
-# Runs inside `unshare --net --mount`: the node's network and the host paths kube-rdma's
-# manifests name, then waits for 'down'.
+# Runs inside `unshare --net --mount` for the current node (use_node): its network and the
+# host paths kube-rdma's manifests name, then waits for 'down'.
 namespace_init() {
   set -e
   mount --make-rprivate /
   # The node's network: loopback and an eth0 carrying the default route, as on a real node whose
-  # management NIC is eth0 (the A100 fixture's mlx5_0). A veth pair with both ends here: the
-  # kernels we run on may lack the dummy driver, never veth (containers need it).
+  # management NIC is eth0 (the A100 fixture's mlx5_0). A veth pair: the kernels we run on may
+  # lack the dummy driver, never veth (containers need it). The first node holds both ends; every
+  # other node's eth0 is moved in from the first node's namespace (connect_node).
   ip link set lo up
-  ip link add eth0 type veth peer name uplink0
-  ip addr add "$node_ip/24" dev eth0
-  ip link set uplink0 up
-  ip link set eth0 up
-  ip route add default dev eth0
+  if ((node == 0)); then
+    ip link add eth0 type veth peer name uplink0
+    ip addr add "$node_ip/24" dev eth0
+    ip link set uplink0 up
+    ip link set eth0 up
+    ip route add default dev eth0
+  fi
   # The addresses of the fixture's RoCE netdevs, which a real node's own namespace holds: the
   # plugin and the driver count only GIDs whose address is the node's (docs/pod-networks.md). On a
   # veth end of their own (the kernel here builds no GIDs from them: those are the fixture's).
   ip link add rdma-data0 type veth peer name rdma-data1
   ip link set rdma-data0 up
   local address
-  for address in $(awk '$1 == "|--" && $2 != "127.0.0.1" { print $2 }' "$state/fixture/proc/net/fib_trie" | sort -u); do
+  for address in $(awk '$1 == "|--" && $2 != "127.0.0.1" { print $2 }' "$node_root/fixture/proc/net/fib_trie" | sort -u); do
     ip addr add "$address/32" dev rdma-data0
   done
   # Sockets and runtime state (containerd, kubelet plugins, CDI specs, kube-rdma state).
   mount -t tmpfs -o mode=755 tmpfs /run
   mkdir -p /run/lock
   # Mount points on the host's file system; 'down' removes those made here (empty, as no mount
-  # outlives the namespace).
-  local dir
-  for dir in /var/lib/kubelet /var/lib/kube-rdma /etc/cdi /dev/infiniband; do
+  # outlives the namespace). The first node keeps the machine's pod logs and CNI state; every
+  # other node has its own, since a kubelet deletes the log folders of pods it does not know and
+  # host-local's address leases are per folder.
+  local dirs=(/var/lib/kubelet /var/lib/kube-rdma /etc/cdi /dev/infiniband) dir
+  ((node == 0)) || dirs+=(/var/log/pods /var/log/containers /var/lib/cni)
+  for dir in "${dirs[@]}"; do
     [[ -e $dir ]] || { mkdir -p "$dir" && echo "$dir" >>"$state/created-dirs"; }
   done
-  mount --bind "$state/node/kubelet" /var/lib/kubelet
-  mount --bind "$state/node/kube-rdma" /var/lib/kube-rdma
-  mount --bind "$state/node/etc-cdi" /etc/cdi
+  mount --bind "$node_root/node/kubelet" /var/lib/kubelet
+  mount --bind "$node_root/node/kube-rdma" /var/lib/kube-rdma
+  mount --bind "$node_root/node/etc-cdi" /etc/cdi
+  if ((node > 0)); then
+    mount --bind "$node_root/node/log-pods" /var/log/pods
+    mount --bind "$node_root/node/log-containers" /var/log/containers
+    mount --bind "$node_root/node/cni" /var/lib/cni
+  fi
   # The fixture's sysfs at a fixed path, which the test overlays name.
   mkdir -p /run/kube-rdma-e2e/sys
-  mount --bind "$state/fixture/sys" /run/kube-rdma-e2e/sys
+  mount --bind "$node_root/fixture/sys" /run/kube-rdma-e2e/sys
   # The fixture's RDMA device nodes: uverbs majors and minors from its sysfs, rdma_cm as the
   # kernel numbers it (misc 10, dynamic minor; 10:58 on the machines we looked at).
   mount -t tmpfs -o mode=755 tmpfs /dev/infiniband
   local dev
-  for dev in "$state"/fixture/sys/class/infiniband_verbs/uverbs*/dev; do
+  for dev in "$node_root"/fixture/sys/class/infiniband_verbs/uverbs*/dev; do
     IFS=: read -r major minor <"$dev"
     mknod -m 666 "/dev/infiniband/$(basename "$(dirname "$dev")")" c "$major" "$minor"
   done
   mknod -m 666 /dev/infiniband/rdma_cm c 10 58
-  touch "$state/namespace-ready"
+  touch "$node_root/namespace-ready"
   exec sleep infinity
 }
 
+# The current node's namespaces, held by one process until 'down'. Node 0's come from the
+# machine's; so do every other node's, which must not see the first node's mounts.
+make_node_namespace() {
+  mkdir -p "$node_root"/node/{kubelet,kube-rdma,etc-cdi}
+  ((node == 0)) || mkdir -p "$node_root"/node/{log-pods,log-containers,cni}
+  python3 "$repo/test/fixtures/gen_sysfs.py" --out "$node_root/fixtures" --only "$fixture_variant" >/dev/null
+  ln -sfn "$node_root/fixtures/$fixture_variant" "$node_root/fixture"
+  setsid unshare --net --mount --propagation private --fork -- "$0" _namespace-init "$state" "$node" \
+    >"$state/logs/namespace$tag.log" 2>&1 </dev/null &
+  echo $! >"$state/pids/namespace$tag"
+  wait_for 10 "node $node_name's namespaces" test -e "$node_root/namespace-ready"
+  # unshare --fork: the namespaces belong to its child.
+  local child
+  child=$(pgrep -P "$(holder_pid)" | head -1)
+  [[ -n $child ]] || die "the namespace holder has no child (logs/namespace$tag.log)"
+  echo "$child" >"$state/pids/namespace$tag"
+}
+
+# Joins the current node (not the first) to the others: its eth0 on a bridge in the first node's
+# namespace, which every node's uplink is a port of, and a route to every other node's pods.
+connect_node() {
+  local holder
+  holder=$(holder_pid)
+  in_cluster ip link show nodes0 >/dev/null 2>&1 || {
+    in_cluster ip link add nodes0 type bridge
+    in_cluster ip link set uplink0 master nodes0
+    in_cluster ip link set nodes0 up
+  }
+  in_cluster ip link add "uplink$node" type veth peer name eth0 netns "$holder"
+  in_cluster ip link set "uplink$node" master nodes0 up
+  in_node ip addr add "$node_ip/24" dev eth0
+  in_node ip link set eth0 up
+  in_node ip route add default dev eth0
+  local k other_ip other_cidr
+  for ((k = 0; k < node; k++)); do
+    read -r other_ip other_cidr < <(use_node "$k" && echo "$node_ip $pod_cidr")
+    in_node ip route add "$other_cidr" via "$other_ip" dev eth0
+    in_node_k "$k" ip route add "$pod_cidr" via "$node_ip" dev eth0
+  done
+  # Pods' traffic to another node's pods is routed through both nodes' namespaces.
+  for ((k = 0; k <= node; k++)); do
+    in_node_k "$k" sysctl -qw net.ipv4.ip_forward=1
+  done
+}
+
+# Runs a command in node K's namespaces, whichever node is current.
+in_node_k() { (use_node "$1" && shift && in_node "$@"); }
+
 relay_command() { # socat's EXEC address: its colons escaped
-  echo "nsenter --target $(holder_pid) --net socat STDIO TCP\\:127.0.0.1\\:6443"
+  echo "nsenter --target $(cat "$state/pids/namespace") --net socat STDIO TCP\\:127.0.0.1\\:6443"
 }
 
 # --- up ----------------------------------------------------------------------------------------
@@ -327,7 +439,7 @@ build_programs() {
 }
 
 up() {
-  local driver=device-plugin installer=kustomize
+  local driver=device-plugin installer=kustomize nodes=1
   while [[ $# -gt 0 ]]; do
     case "$1" in
       --driver)
@@ -338,12 +450,19 @@ up() {
         installer=${2:-}
         shift 2 || die "--install needs kustomize or helm"
         ;;
-      *) die "unknown option '$1' (up [--driver device-plugin|dra] [--install kustomize|helm])" ;;
+      --nodes)
+        nodes=${2:-}
+        shift 2 || die "--nodes needs a number of nodes (1 to 8)"
+        ;;
+      *) die "unknown option '$1' (up [--driver device-plugin|dra] [--install kustomize|helm] [--nodes N])" ;;
     esac
   done
+  # Eight: the nodes' pod ranges, 10.88.0.0/16 to 10.95.0.0/16, fill cluster_pod_cidr.
+  [[ $nodes =~ ^[1-8]$ ]] || die "--nodes is a number from 1 to 8, not '$nodes'"
   [[ $driver == device-plugin || $driver == dra ]] || die "--driver is device-plugin or dra, not '$driver'"
   [[ $installer == kustomize || $installer == helm ]] || die "--install is kustomize or helm, not '$installer'"
   [[ $(id -u) == 0 ]] || die "up needs root (namespaces, mounts, cgroups, mknod)"
+  use_node 0
   running namespace && die "a cluster is already up in $state (scripts/cluster.sh down first)"
   # What a cluster whose processes are gone left behind (a killed session, a reboot).
   [[ -d $state/pids ]] && down >/dev/null 2>&1
@@ -356,27 +475,23 @@ up() {
   export PATH="$bin:$PATH"
 
   rm -rf "$state"
-  mkdir -p "$state"/{pids,logs,images,node/kubelet,node/kube-rdma,node/etc-cdi}
+  mkdir -p "$state"/{pids,logs,images}
   echo "$bin" >"$state/bin"
   echo "$driver" >"$state/driver"
   echo "$installer" >"$state/installer"
-  python3 "$repo/test/fixtures/gen_sysfs.py" --out "$state/fixtures" --only a100-roce-pod-rails >/dev/null
-  ln -s "$state/fixtures/a100-roce-pod-rails" "$state/fixture"
+  echo "$nodes" >"$state/node-count"
   make_pki
-  write_configs
+  write_control_plane_configs
+  local k
+  for ((k = 0; k < nodes; k++)); do
+    use_node "$k"
+    write_node_configs
+    make_node_namespace
+    ((k == 0)) || connect_node
+  done
+  use_node 0
   say "making the images (kube-rdma from $programs, toolbox, pause)"
   "$repo/scripts/cluster-images.sh" "$programs" "$state/images" >&2
-
-  # The namespaces, held by one process until 'down'.
-  setsid unshare --net --mount --propagation private --fork -- "$0" _namespace-init "$state" \
-    >"$state/logs/namespace.log" 2>&1 </dev/null &
-  echo $! >"$state/pids/namespace"
-  wait_for 10 "the cluster's namespaces" test -e "$state/namespace-ready"
-  # unshare --fork: the namespaces belong to its child.
-  local child
-  child=$(pgrep -P "$(holder_pid)" | head -1)
-  [[ -n $child ]] || die "the namespace holder has no child (logs/namespace.log)"
-  echo "$child" >"$state/pids/namespace"
 
   start_control_plane
   # The relay runs outside the namespaces and enters them for each connection.
@@ -388,16 +503,30 @@ up() {
   start_controllers
   kubectl apply -f "$bin/network-attachment-definition-crd.yaml" >/dev/null
 
-  start_node
-  wait_for 60 "node $node_name to be Ready" \
-    kubectl wait --for=condition=Ready "node/$node_name" --timeout=1s
-  kubectl label node "$node_name" kube-rdma.io/rdma-node=true >/dev/null
+  local names=()
+  for ((k = 0; k < nodes; k++)); do
+    use_node "$k"
+    start_node
+    names+=("$node_name")
+  done
+  for ((k = 0; k < nodes; k++)); do
+    use_node "$k"
+    wait_for 60 "node $node_name to be Ready" \
+      kubectl wait --for=condition=Ready "node/$node_name" --timeout=1s
+    kubectl label node "$node_name" kube-rdma.io/rdma-node=true >/dev/null
+  done
 
   install_kube_rdma "$driver" "$installer"
   for name in "${daemons[@]}"; do
     running "$name" || die "$name stopped: $(tail -3 "$state/logs/$name.log")"
   done
-  say "up in $((SECONDS - start)) s: node $node_name, kube-rdma with the $driver by $installer (logs: $state/logs/)"
+  for ((k = 1; k < nodes; k++)); do
+    use_node "$k"
+    for name in containerd kubelet kube-proxy; do
+      running "$name$tag" || die "$name$tag stopped: $(tail -3 "$state/logs/$name$tag.log")"
+    done
+  done
+  say "up in $((SECONDS - start)) s: nodes ${names[*]}, kube-rdma with the $driver by $installer (logs: $state/logs/)"
   say "kubectl of this Kubernetes: $bin/kubectl"
   echo "export KUBECONFIG=$state/kubeconfig"
 }
@@ -414,7 +543,7 @@ start_control_plane() {
 start_apiserver() {
   local pki=$state/pki
   start_daemon kube-apiserver kube-apiserver --etcd-servers http://127.0.0.1:2379 \
-    --bind-address 0.0.0.0 --secure-port 6443 --advertise-address "$node_ip" \
+    --bind-address 0.0.0.0 --secure-port 6443 --advertise-address "$control_ip" \
     --tls-cert-file "$pki/apiserver.crt" --tls-private-key-file "$pki/apiserver.key" \
     --client-ca-file "$pki/ca.crt" \
     --kubelet-client-certificate "$pki/apiserver-kubelet-client.crt" \
@@ -452,18 +581,19 @@ start_containerd() {
   # runtimes (64 KiB) under an 8 MiB hard limit, so that what the memlock hook raises shows even
   # where it cannot go past the hard limit (no CAP_SYS_RESOURCE, docs/cluster.md).
   start_daemon containerd prlimit --memlock=65536:8388608 -- \
-    containerd --config "$state/containerd/config.toml"
+    containerd --config "$node_root/containerd/config.toml"
 }
 
+# The current node's runtime (with the images), kubelet and kube-proxy.
 start_node() {
   start_containerd
-  wait_for 30 containerd in_cluster ctr --address /run/containerd/containerd.sock version
+  wait_for 30 "containerd on $node_name" in_node ctr --address /run/containerd/containerd.sock version
   local image
   for image in "$state"/images/*.tar; do
-    in_cluster ctr --address /run/containerd/containerd.sock -n k8s.io images import "$image" >/dev/null
+    in_node ctr --address /run/containerd/containerd.sock -n k8s.io images import "$image" >/dev/null
   done
   start_kubelet
-  start_daemon kube-proxy kube-proxy --config "$state/kube-proxy.yaml"
+  start_daemon kube-proxy kube-proxy --config "$node_root/kube-proxy.yaml"
 }
 
 start_kubelet() {
@@ -472,13 +602,13 @@ start_kubelet() {
   local hierarchy
   for hierarchy in /sys/fs/cgroup/*/; do
     [[ -e $hierarchy/cgroup.procs ]] || continue
-    mkdir -p "$hierarchy/kube-rdma-e2e"
+    mkdir -p "$hierarchy/$cgroup_root"
     if [[ -e $hierarchy/cpuset.cpus ]]; then
-      cat "$hierarchy/cpuset.cpus" >"$hierarchy/kube-rdma-e2e/cpuset.cpus"
-      cat "$hierarchy/cpuset.mems" >"$hierarchy/kube-rdma-e2e/cpuset.mems"
+      cat "$hierarchy/cpuset.cpus" >"$hierarchy/$cgroup_root/cpuset.cpus"
+      cat "$hierarchy/cpuset.mems" >"$hierarchy/$cgroup_root/cpuset.mems"
     fi
   done
-  start_daemon kubelet kubelet --config "$state/kubelet.yaml" --kubeconfig "$state/kubelet.kubeconfig" \
+  start_daemon kubelet kubelet --config "$node_root/kubelet.yaml" --kubeconfig "$node_root/kubelet.kubeconfig" \
     --hostname-override "$node_name" --node-ip "$node_ip" \
     -v=2 # the device manager's registration lines, which the restart test times
 }
@@ -503,84 +633,115 @@ install_kube_rdma() { # DRIVER INSTALLER
   [[ $1 == dra ]] && daemonset=rdma-dra-driver
   kubectl -n kube-rdma rollout status "daemonset/$daemonset" --timeout=120s >&2
   kubectl -n kube-rdma rollout status deployment/rdma-webhook --timeout=120s >&2
-  # Up means usable: the node offers the RDMA ports (the kubelet reports a device plugin's
+  # Up means usable: every node offers its RDMA ports (the kubelet reports a device plugin's
   # resources with its next node status; the DRA driver publishes its slice).
-  if [[ $1 == dra ]]; then
-    wait_for 60 "the DRA driver's ResourceSlice" has_output kubectl get resourceslices \
-      --field-selector "spec.driver=rdma.kube-rdma.io,spec.nodeName=$node_name" -o name
-  else
-    wait_for 60 "rdma/shared in the node's allocatable" has_output kubectl get node "$node_name" \
-      -o 'jsonpath={.status.allocatable.rdma/shared}'
-  fi
+  local k
+  for ((k = 0; k < $(node_count); k++)); do
+    use_node "$k"
+    if [[ $1 == dra ]]; then
+      wait_for 60 "the DRA driver's ResourceSlice of $node_name" has_output kubectl get resourceslices \
+        --field-selector "spec.driver=rdma.kube-rdma.io,spec.nodeName=$node_name" -o name
+    else
+      wait_for 60 "rdma/shared in $node_name's allocatable" has_output kubectl get node "$node_name" \
+        -o 'jsonpath={.status.allocatable.rdma/shared}'
+    fi
+  done
+  use_node 0
 }
 
 has_output() { [[ -n $("$@" 2>/dev/null) ]]; }
 
 # --- down --------------------------------------------------------------------------------------
 
+# The pid files of NAME: the first node's (NAME) and the other nodes' (NAME@NODE).
+pid_names() { # NAME
+  local file
+  for file in "$state/pids/$1" "$state/pids/$1"@*; do
+    [[ -e $file ]] && basename "$file"
+  done
+  return 0
+}
+
 down() {
   [[ -d $state ]] || return 0
-  local name
-  # The kubelet first, so that it starts nothing new while the rest goes.
+  local name pid_name
+  # The kubelets first, so that they start nothing new while the rest goes.
   for name in relay kube-proxy kubelet kube-scheduler kube-controller-manager kube-apiserver etcd; do
-    stop_daemon "$name"
+    for pid_name in $(pid_names "$name"); do
+      stop_daemon "$pid_name"
+    done
   done
-  # Containers and shims: everything in the pods' cgroups and in the node's mount namespace.
-  local holder
-  holder=$(holder_pid || true)
-  if [[ -n $holder ]] && kill -0 "$holder" 2>/dev/null; then
-    local ns pid
-    ns=$(readlink "/proc/$holder/ns/mnt")
+  # Containers and shims: everything in the pods' cgroups and in the nodes' mount namespaces.
+  local holders=() namespaces=() holder pid
+  for pid_name in $(pid_names namespace); do
+    holder=$(cat "$state/pids/$pid_name")
+    kill -0 "$holder" 2>/dev/null || continue
+    holders+=("$holder")
+    namespaces+=("$(readlink "/proc/$holder/ns/mnt")")
+  done
+  if [[ ${#holders[@]} -gt 0 ]]; then
     for pid in /proc/[0-9]*; do
       pid=${pid#/proc/}
-      [[ $pid == "$holder" || $pid == "$$" ]] && continue
-      if [[ $(readlink "/proc/$pid/ns/mnt" 2>/dev/null) == "$ns" ]]; then
+      [[ $pid == "$$" || " ${holders[*]} " == *" $pid "* ]] && continue
+      if [[ " ${namespaces[*]} " == *" $(readlink "/proc/$pid/ns/mnt" 2>/dev/null) "* ]]; then
         kill -KILL "$pid" 2>/dev/null || true
       fi
     done
   fi
   local cg
-  for cg in /sys/fs/cgroup/*/kube-rdma-e2e /sys/fs/cgroup/kube-rdma-e2e; do
+  for cg in /sys/fs/cgroup/*/kube-rdma-e2e* /sys/fs/cgroup/kube-rdma-e2e*; do
     [[ -d $cg ]] || continue
     # shellcheck disable=SC2046 # pids, one a word
     kill -KILL $(find "$cg" -name cgroup.procs -exec cat {} + 2>/dev/null) 2>/dev/null || true
   done
-  stop_daemon containerd KILL
-  stop_daemon namespace KILL
+  for pid_name in $(pid_names containerd) $(pid_names namespace); do
+    stop_daemon "$pid_name" KILL
+  done
   sleep 0.5
   # Empty cgroups, deepest first.
-  for cg in /sys/fs/cgroup/*/kube-rdma-e2e /sys/fs/cgroup/kube-rdma-e2e; do
+  for cg in /sys/fs/cgroup/*/kube-rdma-e2e* /sys/fs/cgroup/kube-rdma-e2e*; do
     if [[ -d $cg ]]; then
       find "$cg" -depth -type d -exec rmdir {} + 2>/dev/null || true
     fi
   done
-  [[ -f $state/created-dirs ]] && tac "$state/created-dirs" | xargs -r rmdir 2>/dev/null
-  rm -f "$state/namespace-ready" "$state/created-dirs"
+  [[ -f $state/created-dirs ]] && sort -ru "$state/created-dirs" | xargs -r rmdir 2>/dev/null
+  rm -f "$state/created-dirs"
+  find "$state" -maxdepth 3 -name namespace-ready -delete
   say "down (state kept in $state for its logs)"
 }
 
 status() {
-  local name
+  local name k
+  report() {
+    if running "$1"; then echo "$1: running (pid $(cat "$state/pids/$1"))"; else echo "$1: stopped"; fi
+  }
   for name in namespace relay "${daemons[@]}"; do
-    if running "$name"; then echo "$name: running (pid $(cat "$state/pids/$name"))"; else echo "$name: stopped"; fi
+    report "$name"
+  done
+  for ((k = 1; k < $(node_count); k++)); do
+    use_node "$k"
+    for name in namespace containerd kubelet kube-proxy; do
+      report "$name$tag"
+    done
   done
 }
 
 # --- one component -----------------------------------------------------------------------------
 
-component() { # stop|start NAME [ARGS]
+component() { # stop|start NAME[@NODE] [ARGS]
   [[ -e $state/pids/namespace ]] || die "no cluster is up in $state"
   PATH="$(cat "$state/bin"):$PATH"
-  case "$1:$2" in
-    stop:*) stop_daemon "$2" ;;
+  if [[ $2 == *@* ]]; then node_index "${2#*@}"; else use_node 0; fi
+  case "$1:${2%@*}" in
+    stop:*) stop_daemon "${2%@*}$tag" ;;
     # The end-to-end tests' stand-in for a GPU driver (test/cluster/fake-gpu-driver).
     start:fake-gpu-driver)
       start_daemon fake-gpu-driver fake-gpu-driver --node-name "$node_name" \
-        --kubeconfig "$state/admin.kubeconfig" "${@:3}"
+        --kubeconfig "$node_root/admin.kubeconfig" "${@:3}"
       ;;
     start:kubelet) start_kubelet ;;
     start:containerd) start_containerd ;;
-    start:kube-proxy) start_daemon kube-proxy kube-proxy --config "$state/kube-proxy.yaml" ;;
+    start:kube-proxy) start_daemon kube-proxy kube-proxy --config "$node_root/kube-proxy.yaml" ;;
     start:kube-apiserver) start_apiserver ;;
     *) die "start knows kube-apiserver, kubelet, containerd, kube-proxy and fake-gpu-driver, not '$2'" ;;
   esac
@@ -599,7 +760,8 @@ case "${1:-}" in
     ;;
   _namespace-init)
     state=$2
+    use_node "$3"
     namespace_init
     ;;
-  *) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//' >&2 && exit 2 ;;
+  *) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//' >&2 && exit 2 ;;
 esac
