@@ -15,7 +15,13 @@
 #     which installs manifests/helm/kube-rdma in the DRA suite and renders it in the chart test;
 #   prometheus and promtool, from test/cluster/prometheus/go.mod (its own module), with Kubernetes
 #     service discovery only (Prometheus' remove_all_sd and enable_kubernetes_sd build tags;
-#     Debian's package has none), for the monitoring test (test/cluster/monitoring.py).
+#     Debian's package has none), for the monitoring test (test/cluster/monitoring.py);
+#   coredns, the cluster DNS (test/cluster/coredns/: its own module, CoreDNS with the plugins of
+#     kubeadm's Corefile), static, which makes its image one file (scripts/cluster-images.sh);
+#   training-operator.v1 and kubeflow.org_pytorchjobs.yaml, the Kubeflow training operator and
+#     its PyTorchJob CRD, from test/cluster/training-operator/go.mod (its own module);
+#   vc-scheduler and the PodGroup and Queue CRDs (scheduling.volcano.sh_*.yaml), Volcano's
+#     scheduler, from test/cluster/volcano/go.mod (its own module).
 # runc and the CNI plugins come from Debian (scripts/setup.sh --tests).
 # The result is cached in ~/.cache/kube-rdma/cluster-<versions>/bin (KUBE_RDMA_CACHE moves the
 # cache): a second run only checks that every program is there. Go's module and build caches
@@ -34,18 +40,22 @@ containerd=$(module_version github.com/containerd/containerd/v2 "$repo/test/clus
 multus=$(module_version gopkg.in/k8snetworkplumbingwg/multus-cni.v4 "$repo/test/cluster/multus/go.mod")
 helm=$(module_version helm.sh/helm/v4 "$repo/test/cluster/helm/go.mod")
 prometheus=$(module_version github.com/prometheus/prometheus "$repo/test/cluster/prometheus/go.mod")
-[[ -n $k8s && -n $etcd && -n $containerd && -n $multus && -n $helm && -n $prometheus ]] || {
+coredns=$(module_version github.com/coredns/coredns "$repo/test/cluster/coredns/go.mod")
+training_operator=$(module_version github.com/kubeflow/training-operator "$repo/test/cluster/training-operator/go.mod")
+volcano=$(module_version volcano.sh/volcano "$repo/test/cluster/volcano/go.mod")
+[[ -n $k8s && -n $etcd && -n $containerd && -n $multus && -n $helm && -n $prometheus && -n $coredns &&
+  -n $training_operator && -n $volcano ]] || {
   echo "cluster-build: cannot read the pinned versions from test/cluster/go.mod" >&2
   exit 1
 }
 # The sums pin every dependency too, and our own Go files are part of the build: a change to
 # either is another build.
 sums=$(cd "$repo/test/cluster" && find . -name go.sum -o -name '*.go' | LC_ALL=C sort | xargs cat | sha256sum | cut -c1-12)
-cache=${KUBE_RDMA_CACHE:-$HOME/.cache/kube-rdma}/cluster-k8s-$k8s-etcd-$etcd-containerd-$containerd-multus-$multus-helm-$helm-prometheus-$prometheus-$sums
+cache=${KUBE_RDMA_CACHE:-$HOME/.cache/kube-rdma}/cluster-k8s-$k8s-etcd-$etcd-containerd-$containerd-multus-$multus-helm-$helm-prometheus-$prometheus-coredns-$coredns-training-operator-$training_operator-volcano-$volcano-$sums
 bin=$cache/bin
 programs=(etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl
   fake-gpu-driver containerd containerd-shim-runc-v2 ctr cni/multus helm
-  prometheus promtool)
+  prometheus promtool coredns training-operator.v1 vc-scheduler)
 
 missing=()
 for p in "${programs[@]}"; do
@@ -57,7 +67,7 @@ if [[ ${#missing[@]} -gt 0 ]]; then
     exit 1
   }
   start=$SECONDS
-  echo "cluster-build: building Kubernetes $k8s, etcd $etcd, containerd $containerd, Multus $multus, Helm $helm, Prometheus $prometheus into $bin" >&2
+  echo "cluster-build: building Kubernetes $k8s, etcd $etcd, containerd $containerd, Multus $multus, Helm $helm, Prometheus $prometheus, CoreDNS $coredns, training operator $training_operator, Volcano $volcano into $bin" >&2
   mkdir -p "$cache/tmp"
   # What `kubectl version` and the node's kubeletVersion report; the API server refuses a
   # kubelet whose version it cannot parse.
@@ -98,6 +108,21 @@ if [[ ${#missing[@]} -gt 0 ]]; then
     go build -trimpath -tags remove_all_sd,enable_kubernetes_sd \
       -ldflags "-s -w -X github.com/prometheus/common/version.Version=$release" -o "$cache/tmp/" \
       github.com/prometheus/prometheus/cmd/prometheus github.com/prometheus/prometheus/cmd/promtool)
+  # Static (CGO_ENABLED=0), as CoreDNS' own Makefile builds it: the image holds the one file.
+  (cd "$repo/test/cluster/coredns" &&
+    CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$cache/tmp/" .)
+  (cd "$repo/test/cluster/training-operator" &&
+    go build -trimpath -ldflags "-s -w" -o "$cache/tmp/" \
+      github.com/kubeflow/training-operator/cmd/training-operator.v1 &&
+    cp "$(go list -m -f '{{.Dir}}' github.com/kubeflow/training-operator)/manifests/base/crds/kubeflow.org_pytorchjobs.yaml" \
+      "$cache/tmp/")
+  # The version `vc-scheduler --version` reports; Volcano's command is cmd/scheduler, named as
+  # Volcano names it.
+  (cd "$repo/test/cluster/volcano" &&
+    go build -trimpath -ldflags "-s -w -X volcano.sh/volcano/pkg/version.Version=$volcano" \
+      -o "$cache/tmp/vc-scheduler" volcano.sh/volcano/cmd/scheduler &&
+    crds=$(go list -m -f '{{.Dir}}' volcano.sh/volcano)/installer/helm/chart/volcano/crd/bases &&
+    cp "$crds/scheduling.volcano.sh_podgroups.yaml" "$crds/scheduling.volcano.sh_queues.yaml" "$cache/tmp/")
   rm -rf "$bin"
   mv "$cache/tmp" "$bin"
   # Builds of other versions are not needed any more (Go's caches keep what they share).

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Makes the test cluster's three container images (scripts/cluster.sh) without Docker or a
+# Makes the test cluster's container images (scripts/cluster.sh) without Docker or a
 # registry: the node's containerd has no network, so each image is an OCI archive made here
 # (test/cluster/oci_image.py) and imported with `ctr -n k8s.io images import`.
 #   kube-rdma.tar  localhost/kube-rdma/kube-rdma:e2e  the five programs at /usr/bin with every
@@ -11,12 +11,17 @@
 #   toolbox.tar    localhost/kube-rdma/toolbox:e2e    busybox-static with all its applets, users
 #                  root and 1000; what the test pods run their probes in.
 #   pause.tar      localhost/kube-rdma/pause:e2e      test/cluster/pause.c, static; the sandbox.
+#   coredns.tar    localhost/kube-rdma/coredns:e2e    only when COREDNS is given: that program at
+#                  /coredns (with its shared libraries, if any: scripts/cluster-build.sh builds it
+#                  static, and then it is the whole image), user 65532:65532, ENTRYPOINT
+#                  /coredns, as CoreDNS' own image; the cluster DNS (test/cluster/coredns/).
 # The archives are deterministic: the same programs and Debian packages give the same digests.
 #
-#   scripts/cluster-images.sh PROGRAM_DIR OUT_DIR
+#   scripts/cluster-images.sh PROGRAM_DIR OUT_DIR [COREDNS]
 # PROGRAM_DIR: a CMake install prefix's bin/ or a build tree (each program is looked for
-# directly in it, then anywhere below it). Needs busybox-static, gcc with the static libc
-# (scripts/setup.sh --tests), python3.
+# directly in it, then anywhere below it). COREDNS: the coredns program (cluster-build.sh's bin
+# folder has it); without it no coredns.tar is made, and one left in OUT_DIR by an earlier run is
+# removed. Needs busybox-static, gcc with the static libc (scripts/setup.sh --tests), python3.
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -24,10 +29,12 @@ die() {
   echo "cluster-images: $*" >&2
   exit 1
 }
-[[ $# -eq 2 ]] || die "usage: scripts/cluster-images.sh PROGRAM_DIR OUT_DIR"
+[[ $# -eq 2 || $# -eq 3 ]] || die "usage: scripts/cluster-images.sh PROGRAM_DIR OUT_DIR [COREDNS]"
 programs_dir=$1
 out=$2
+coredns=${3:-}
 [[ -d $programs_dir ]] || die "$programs_dir: no such directory"
+[[ -z $coredns || (-f $coredns && -x $coredns) ]] || die "$coredns: not an executable file"
 programs=(rdma-device-plugin rdma-dra-driver rdma-webhook rdmactl kube-rdma-memlock-hook kube-rdma-nccl-hook)
 # The applets the kube-rdma image links: the init container's, and a few for kubectl exec.
 kube_rdma_applets=(sh mkdir mv cat ls id sleep env grep test "[" cp rm ln chmod echo true false
@@ -175,5 +182,24 @@ gcc -static -Os -s -Wall -Wextra -Werror -o "$root/pause" "$repo/test/cluster/pa
   die "cannot build test/cluster/pause.c statically (Debian: libc6-dev, in build-essential)"
 python3 "$repo/test/cluster/oci_image.py" --rootfs "$root" --out "$out/pause.tar" \
   --name localhost/kube-rdma/pause:e2e --entrypoint '["/pause"]'
+made="kube-rdma.tar, toolbox.tar, pause.tar"
 
-echo "cluster-images: kube-rdma.tar, toolbox.tar, pause.tar in $out ($(($(date +%s) - start)) s)"
+# coredns
+if [[ -n $coredns ]]; then
+  root=$work/coredns
+  mkdir -p "$root"
+  install -m 0755 "$coredns" "$root/coredns"
+  coredns_libraries=$(shared_libraries "$coredns")
+  if [[ -n $coredns_libraries ]]; then
+    mapfile -t coredns_libraries <<<"$coredns_libraries"
+    copy_at_same_path "$root" "${coredns_libraries[@]}"
+  fi
+  python3 "$repo/test/cluster/oci_image.py" --rootfs "$root" --out "$out/coredns.tar" \
+    --name localhost/kube-rdma/coredns:e2e --user 65532:65532 --entrypoint '["/coredns"]'
+  made+=", coredns.tar"
+else
+  # scripts/cluster.sh imports every archive in OUT_DIR; an earlier run's coredns.tar is not one.
+  rm -f "$out/coredns.tar"
+fi
+
+echo "cluster-images: $made in $out ($(($(date +%s) - start)) s)"

@@ -3,10 +3,12 @@
 # installs it, for the end-to-end tests and the demo (docs/cluster.md).
 #
 #   scripts/cluster.sh up [--driver device-plugin|dra] [--install kustomize|helm] [--nodes N]
+#                         [--operators]
 #                                     start it, kube-rdma installed from test/cluster/overlays/
 #                                     (kustomize, the default) or from manifests/helm/kube-rdma
 #                                     with test/cluster/chart-values/ (helm), on N nodes (1, the
-#                                     default, to 8); the last line printed is
+#                                     default, to 8), with the Kubeflow training operator and
+#                                     Volcano (--operators); the last line printed is
 #                                     `export KUBECONFIG=<path>`
 #   scripts/cluster.sh down                              stop everything it started
 #   scripts/cluster.sh stop|start COMPONENT[@NODE]       one component (kubelet, containerd, ...)
@@ -15,8 +17,9 @@
 #
 # The first node, a100-roce-0, is the bundled A100 RoCE fixture: its sysfs tree
 # (test/fixtures/gen_sysfs.py) stands in for /sys in the kube-rdma pods, and its /dev/infiniband
-# nodes are made with mknod. Every further node, rocep-roce-K, is other hardware: the fixture
-# renamed-rocep (four RoCE HCAs named rocep<bus>s0f0 by udev's naming, management NIC eno1).
+# nodes are made with mknod. The further nodes are other hardware: rocep-roce-1 the fixture
+# renamed-rocep (four RoCE HCAs named rocep<bus>s0f0 by udev's naming, management NIC eno1),
+# ib-hdr8-2 and on the fixture ib-hdr8 (eight InfiniBand HDR HCAs, mlx5_0..7).
 # Pods get their networks through Multus: the bridge CNI's eth0, and the macvlan networks a
 # pod's k8s.v1.cni.cncf.io/networks annotation names (on rdma-data0, the node's stand-in for the
 # data ports; the A100 fixture's GID tables hold the addresses test/cluster's rail pod is given).
@@ -55,12 +58,13 @@ say() { echo "cluster: $*" >&2; }
 # cgroup_root.
 use_node() { # K
   node=$1
-  if ((node == 0)); then
-    node_name=a100-roce-0 fixture_variant=a100-roce-pod-rails node_root=$state tag=
-  else
-    node_name=rocep-roce-$node fixture_variant=renamed-rocep node_root=$state/nodes/rocep-roce-$node
-    tag=@$node_name
-  fi
+  case $node in
+    0) node_name=a100-roce-0 fixture_variant=a100-roce-pod-rails ;;
+    1) node_name=rocep-roce-1 fixture_variant=renamed-rocep ;;
+    *) node_name=ib-hdr8-$node fixture_variant=ib-hdr8 ;;
+  esac
+  node_root=$state tag=
+  ((node == 0)) || node_root=$state/nodes/$node_name tag=@$node_name
   node_ip=10.200.0.$((node + 1))
   pod_cidr=10.$((88 + node)).0.0/16
   pod_gateway=10.$((88 + node)).0.1
@@ -278,6 +282,8 @@ tlsPrivateKeyFile: $state/pki/kubelet$tag.key
 featureGates: {$(echo "$feature_gates" | sed 's/=/: /g; s/,/, /g')}
 failSwapOn: false
 clusterDomain: cluster.local
+# The kube-dns Service of CoreDNS (test/cluster/coredns/coredns.yaml).
+clusterDNS: [10.96.0.10]
 resolvConf: $node_root/resolv.conf
 # The test machine's disk and memory, not a production node's: never evict for a nearly full disk.
 evictionHard: {memory.available: 100Mi, nodefs.available: 1%, imagefs.available: 1%, nodefs.inodesFree: 1%}
@@ -392,18 +398,35 @@ make_node_namespace() {
   echo "$child" >"$state/pids/namespace$tag"
 }
 
-# Joins the current node (not the first) to the others: its eth0 on a bridge in the first node's
-# namespace, which every node's uplink is a port of, and a route to every other node's pods.
+# The switch between the nodes: a bridge in a network namespace of its own. Not in the first
+# node's: with br_netfilter, a bridge's frames pass the conntrack of the namespace it is in, where
+# a packet the node had already translated to a Service's endpoint clashed with its own entry and
+# was dropped (pods and the API server reached no Service endpoint on another node).
+in_switch() { nsenter --target "$(cat "$state/pids/switch")" --net -- "$@"; }
+make_switch() {
+  setsid unshare --net --fork -- sleep infinity >/dev/null 2>&1 </dev/null &
+  local unshare_pid=$! child=
+  wait_for 10 "the switch's namespace" pgrep -P "$unshare_pid"
+  child=$(pgrep -P "$unshare_pid" | head -1)
+  echo "$child" >"$state/pids/switch"
+  in_switch ip link set lo up
+  in_switch ip link add nodes0 type bridge
+  # A switch filters nothing.
+  in_switch sh -c 'test ! -e /proc/sys/net/bridge/bridge-nf-call-iptables ||
+    sysctl -qw net.bridge.bridge-nf-call-iptables=0'
+  in_switch ip link set nodes0 up
+  in_cluster ip link set uplink0 netns "$child"
+  in_switch ip link set uplink0 master nodes0 up
+}
+
+# Joins the current node (not the first) to the others: its eth0 on the switch, which every
+# node's uplink is a port of, and a route to every other node's pods.
 connect_node() {
   local holder
   holder=$(holder_pid)
-  in_cluster ip link show nodes0 >/dev/null 2>&1 || {
-    in_cluster ip link add nodes0 type bridge
-    in_cluster ip link set uplink0 master nodes0
-    in_cluster ip link set nodes0 up
-  }
-  in_cluster ip link add "uplink$node" type veth peer name eth0 netns "$holder"
-  in_cluster ip link set "uplink$node" master nodes0 up
+  [[ -e $state/pids/switch ]] || make_switch
+  in_switch ip link add "uplink$node" type veth peer name eth0 netns "$holder"
+  in_switch ip link set "uplink$node" master nodes0 up
   in_node ip addr add "$node_ip/24" dev eth0
   in_node ip link set eth0 up
   in_node ip route add default dev eth0
@@ -439,7 +462,7 @@ build_programs() {
 }
 
 up() {
-  local driver=device-plugin installer=kustomize nodes=1
+  local driver=device-plugin installer=kustomize nodes=1 operators=false
   while [[ $# -gt 0 ]]; do
     case "$1" in
       --driver)
@@ -454,7 +477,11 @@ up() {
         nodes=${2:-}
         shift 2 || die "--nodes needs a number of nodes (1 to 8)"
         ;;
-      *) die "unknown option '$1' (up [--driver device-plugin|dra] [--install kustomize|helm] [--nodes N])" ;;
+      --operators)
+        operators=true
+        shift
+        ;;
+      *) die "unknown option '$1' (up [--driver device-plugin|dra] [--install kustomize|helm] [--nodes N] [--operators])" ;;
     esac
   done
   # Eight: the nodes' pod ranges, 10.88.0.0/16 to 10.95.0.0/16, fill cluster_pod_cidr.
@@ -490,8 +517,8 @@ up() {
     ((k == 0)) || connect_node
   done
   use_node 0
-  say "making the images (kube-rdma from $programs, toolbox, pause)"
-  "$repo/scripts/cluster-images.sh" "$programs" "$state/images" >&2
+  say "making the images (kube-rdma from $programs, toolbox, pause, coredns)"
+  "$repo/scripts/cluster-images.sh" "$programs" "$state/images" "$bin/coredns" >&2
 
   start_control_plane
   # The relay runs outside the namespaces and enters them for each connection.
@@ -515,8 +542,11 @@ up() {
       kubectl wait --for=condition=Ready "node/$node_name" --timeout=1s
     kubectl label node "$node_name" kube-rdma.io/rdma-node=true >/dev/null
   done
+  kubectl apply -f "$repo/test/cluster/coredns/coredns.yaml" >/dev/null
 
   install_kube_rdma "$driver" "$installer"
+  "$operators" && start_operators
+  kubectl -n kube-system rollout status deployment/coredns --timeout=120s >&2
   for name in "${daemons[@]}"; do
     running "$name" || die "$name stopped: $(tail -3 "$state/logs/$name.log")"
   done
@@ -613,6 +643,51 @@ start_kubelet() {
     -v=2 # the device manager's registration lines, which the restart test times
 }
 
+# Volcano's scheduler and the Kubeflow training operator (kubeflow.org/v1 PyTorchJob), which
+# hands each job's pods to Volcano with a PodGroup (gang scheduling), run as the control plane's
+# programs are: processes with the admin's credentials.
+start_operators() {
+  local bin crd
+  bin=$(cat "$state/bin")
+  # `create`: the PyTorchJob CRD is larger than the annotation `apply` would keep.
+  for crd in kubeflow.org_pytorchjobs scheduling.volcano.sh_podgroups scheduling.volcano.sh_queues; do
+    kubectl create -f "$bin/$crd.yaml" >/dev/null
+  done
+  for crd in pytorchjobs.kubeflow.org podgroups.scheduling.volcano.sh queues.scheduling.volcano.sh; do
+    wait_for 60 "the CRD $crd" kubectl wait --for condition=established "crd/$crd" --timeout=1s
+  done
+  # Its configuration in a folder of its own: it reloads it on any write there. Volcano's
+  # ResourceTopology gate (on by default) makes it wait for a CRD of Volcano's node agent, which
+  # is not installed. KUBECONFIG: its GPU-sharing code reads it, or logs an error for
+  # ~/.kube/config; DEBUG_SOCKET_DIR moves a log-level socket out of /tmp.
+  mkdir -p "$state/volcano/conf"
+  cp "$repo/test/cluster/volcano/scheduler.conf" "$state/volcano/conf/"
+  start_daemon vc-scheduler env KUBECONFIG="$state/admin.kubeconfig" DEBUG_SOCKET_DIR="$state/volcano" \
+    vc-scheduler --kubeconfig "$state/admin.kubeconfig" --scheduler-name volcano \
+    --scheduler-conf "$state/volcano/conf/scheduler.conf" --leader-elect=false \
+    --feature-gates ResourceTopology=false --cache-dump-dir "$state/volcano" -v=2
+  # Its first session writes the default Queue's status.
+  wait_for 90 "Volcano's scheduler" has_output kubectl get queue default -o 'jsonpath={.status.allocated}'
+  # The operator starts its controllers only once its webhook server has a certificate: it fills
+  # this Secret (which must exist) and then waits for the files in a folder fixed in its code,
+  # which a pod would mount from the Secret. No webhook configuration names it, so any pair does.
+  kubectl create namespace kubeflow >/dev/null
+  kubectl -n kubeflow create secret generic training-operator-webhook-cert >/dev/null
+  local certs=/tmp/k8s-webhook-server/serving-certs
+  mkdir -p "$certs"
+  openssl req -x509 -newkey rsa:2048 -nodes -days 30 -subj /CN=training-operator.kubeflow.svc \
+    -keyout "$certs/tls.key" -out "$certs/tls.crt" 2>/dev/null
+  # The workers' init container waits for the master's name to resolve (busybox's nslookup here:
+  # test/cluster/training-operator/init-container.yaml).
+  start_daemon training-operator training-operator.v1 --kubeconfig "$state/admin.kubeconfig" \
+    --enable-scheme=pytorchjob --gang-scheduler-name=volcano --leader-elect=false --metrics-bind-address=0 \
+    --health-probe-bind-address=127.0.0.1:18081 --webhook-server-port=19443 \
+    --pytorch-init-container-image=localhost/kube-rdma/toolbox:e2e \
+    --pytorch-init-container-template-file="$repo/test/cluster/training-operator/init-container.yaml" \
+    --zap-devel=false
+  wait_for 60 "the training operator" in_cluster curl -sf http://127.0.0.1:18081/readyz
+}
+
 install_kube_rdma() { # DRIVER INSTALLER
   # The webhook's serving certificate, as the static-certs overlay's instructions say.
   local certs=$repo/manifests/overlays/static-certs/certs
@@ -642,8 +717,9 @@ install_kube_rdma() { # DRIVER INSTALLER
       wait_for 60 "the DRA driver's ResourceSlice of $node_name" has_output kubectl get resourceslices \
         --field-selector "spec.driver=rdma.kube-rdma.io,spec.nodeName=$node_name" -o name
     else
-      wait_for 60 "rdma/shared in $node_name's allocatable" has_output kubectl get node "$node_name" \
-        -o 'jsonpath={.status.allocatable.rdma/shared}'
+      # RoCE ports are rdma/shared, InfiniBand ports rdma/hca (the default pools).
+      wait_for 60 "rdma/shared or rdma/hca in $node_name's allocatable" has_output kubectl get \
+        node "$node_name" -o 'jsonpath={.status.allocatable.rdma/shared}{.status.allocatable.rdma/hca}'
     fi
   done
   use_node 0
@@ -666,7 +742,8 @@ down() {
   [[ -d $state ]] || return 0
   local name pid_name
   # The kubelets first, so that they start nothing new while the rest goes.
-  for name in relay kube-proxy kubelet kube-scheduler kube-controller-manager kube-apiserver etcd; do
+  for name in relay training-operator vc-scheduler kube-proxy kubelet kube-scheduler \
+    kube-controller-manager kube-apiserver etcd; do
     for pid_name in $(pid_names "$name"); do
       stop_daemon "$pid_name"
     done
@@ -694,7 +771,7 @@ down() {
     # shellcheck disable=SC2046 # pids, one a word
     kill -KILL $(find "$cg" -name cgroup.procs -exec cat {} + 2>/dev/null) 2>/dev/null || true
   done
-  for pid_name in $(pid_names containerd) $(pid_names namespace); do
+  for pid_name in $(pid_names containerd) $(pid_names namespace) switch; do
     stop_daemon "$pid_name" KILL
   done
   sleep 0.5
@@ -706,6 +783,7 @@ down() {
   done
   [[ -f $state/created-dirs ]] && sort -ru "$state/created-dirs" | xargs -r rmdir 2>/dev/null
   rm -f "$state/created-dirs"
+  rm -rf /tmp/k8s-webhook-server
   find "$state" -maxdepth 3 -name namespace-ready -delete
   say "down (state kept in $state for its logs)"
 }

@@ -1,0 +1,207 @@
+"""End-to-end: the guide's jobs as users run them, on nodes of different hardware (scripts/cluster.sh
+up --nodes 4 --operators): the real Kubeflow training operator turns each PyTorchJob of examples/
+into its Master and Worker pods and their PodGroup, Volcano's scheduler places the two as one
+gang on two nodes, and each container gets the NCCL settings of ITS node from kube-rdma, while
+the job's own values stay and the Worker finds the Master by name through the cluster DNS
+(CoreDNS).
+
+The nodes (scripts/cluster.sh): a100-roce-0 (eight RoCE HCAs mlx5_1..8), rocep-roce-1 (four RoCE
+HCAs rocep1s0f0..rocep4s0f0) and ib-hdr8-2, ib-hdr8-3 (eight InfiniBand HCAs mlx5_0..7 each).
+What this machine cannot give is taken out of the jobs and named here: the containers run a
+probe in the toolbox image instead of torchrun in NVIDIA's PyTorch image; the CPU and memory
+requests (90 CPUs, 900Gi) and the dataset volume go. The eight GPUs each pod asks for stay: every
+node advertises eight `nvidia.com/gpu` in its status, as Kubernetes documents for an extended
+resource no device plugin serves, and carries the A100 product label GPU feature discovery would
+put there, so the jobs' GPU limits, node selectors and tolerations are as written, and the GPUs
+keep one pod per node as on real 8-GPU nodes. Each pod template names `schedulerName: volcano`,
+as the guide's job does (the operator, run with --gang-scheduler-name=volcano, would set it too).
+
+    scripts/cluster.sh up --nodes 4 --operators && python3 -m unittest test/cluster/e2e_jobs.py -v
+"""
+
+import json
+import unittest
+
+from e2e_lib import (A100_GID_INDEX, A100_HCA, CAP_IPC_LOCK, NAMESPACE, PROBE, STAY, TOOLBOX,
+                     ClusterTest, create, example_documents, get, has_cap, kubectl, parse_report,
+                     pod_log, wait_until)
+
+# What each node's hardware gives (test/fixtures/gen_sysfs.py): its ACTIVE data ports and, on
+# RoCE, the index of its RoCE v2 IPv4 GIDs.
+NODES = {
+    "a100-roce-0": {"hca": A100_HCA, "gid_index": A100_GID_INDEX, "devices": 8},
+    "rocep-roce-1": {"hca": "=" + ",".join(f"rocep{b}s0f0:1" for b in range(1, 5)),
+                     "gid_index": "3", "devices": 4},
+    "ib-hdr8-2": {"hca": "=" + ",".join(f"mlx5_{i}:1" for i in range(8)), "gid_index": None,
+                  "devices": 8},
+    "ib-hdr8-3": {"hca": "=" + ",".join(f"mlx5_{i}:1" for i in range(8)), "gid_index": None,
+                  "devices": 8},
+}
+GPU_PRODUCT = "NVIDIA-A100-SXM4-80GB"
+
+# The Master serves its rendezvous port; the Worker resolves MASTER_ADDR and reads from it. What
+# torchrun's c10d rendezvous needs of the cluster: the name and the port, across nodes.
+MASTER_SCRIPT = PROBE + r"""
+echo "master_addr=$MASTER_ADDR"
+echo "rank=$RANK"
+echo "python_unbuffered=$PYTHONUNBUFFERED"
+(while true; do echo "hello-from-$HOSTNAME" | nc -l -p "$MASTER_PORT" >/dev/null 2>&1; done) &
+"""
+WORKER_SCRIPT = PROBE + r"""
+echo "master_addr=$MASTER_ADDR"
+echo "rank=$RANK"
+echo "python_unbuffered=$PYTHONUNBUFFERED"
+echo "master_ip=$(nslookup "$MASTER_ADDR" 2>/dev/null | awk '/^Name:/ { n = 1 } n && /^Address/ { print $NF; exit }')"
+for i in $(seq 60); do
+  said=$(nc -w 2 "$MASTER_ADDR" "$MASTER_PORT" </dev/null 2>/dev/null)
+  case "$said" in hello-from-*) echo "master_said=$said"; break ;; esac
+  sleep 1
+done
+"""
+
+
+def advertise_fake_gpus():
+    """Eight nvidia.com/gpu in every node's status and the A100 product label (module doc)."""
+    for node in NODES:
+        kubectl("patch", "node", node, "--subresource=status", "--type=json", "-p", json.dumps(
+            [{"op": "add", "path": "/status/capacity/nvidia.com~1gpu", "value": "8"}]))
+        kubectl("label", "node", node, "--overwrite", f"nvidia.com/gpu.product={GPU_PRODUCT}")
+    wait_until("eight allocatable GPUs on every node", lambda: all(
+        get("node", n)["status"]["allocatable"].get("nvidia.com/gpu") == "8" for n in NODES))
+
+
+def runnable_job(example, name):
+    """The PyTorchJob of examples/EXAMPLE, renamed NAME, in the test namespace, with only what
+    this machine cannot give taken out (module doc)."""
+    job = next(d for d in example_documents(example) if d["kind"] == "PyTorchJob")
+    job["metadata"]["name"] = name
+    for role, replica in job["spec"]["pytorchReplicaSpecs"].items():
+        spec = replica["template"]["spec"]
+        spec["schedulerName"] = "volcano"
+        spec.pop("volumes", None)
+        for container in spec["containers"]:
+            limits = container.get("resources", {}).get("limits", {})
+            kept = {k: v for k, v in limits.items() if k == "nvidia.com/gpu" or k.startswith("rdma/")}
+            container["resources"] = {"limits": kept} if kept else {}
+            container.pop("args", None)
+            container.pop("volumeMounts", None)
+            script = MASTER_SCRIPT if role == "Master" else WORKER_SCRIPT
+            container.update(image=TOOLBOX, imagePullPolicy="Never",
+                             command=["sh", "-c", script + STAY])
+    return job
+
+
+def job_pods(name):
+    """{replica type: pod} of job NAME, by the training operator's labels."""
+    pods = get("pods", namespace=NAMESPACE)["items"]
+    return {p["metadata"]["labels"]["training.kubeflow.org/replica-type"]: p for p in pods
+            if p["metadata"].get("labels", {}).get("training.kubeflow.org/job-name") == name}
+
+
+def run_job(job):
+    """Creates the job; returns {replica type: (pod, report)} once both containers printed their
+    report."""
+    name = job["metadata"]["name"]
+    create(job)
+
+    def reported():
+        pods = job_pods(name)
+        if set(pods) != {"master", "worker"}:
+            return None
+        for pod in pods.values():
+            if pod["status"].get("phase") == "Failed":
+                raise AssertionError(f"pod {pod['metadata']['name']} failed: {pod['status']}")
+            if pod["status"].get("phase") != "Running" or \
+                    "e2e-done" not in pod_log(pod["metadata"]["name"]):
+                return None
+        return pods
+    pods = wait_until(f"job {name}'s two pods to report", reported, timeout=180, interval=1)
+    return {role: (pod, parse_report(pod_log(pod["metadata"]["name"])))
+            for role, pod in pods.items()}
+
+
+class Jobs(ClusterTest):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        advertise_fake_gpus()
+
+    def tearDown(self):
+        kubectl("delete", "pytorchjobs", "--all", "-n", NAMESPACE, "--wait=true", timeout=120)
+        wait_until("the jobs' pods to go", lambda: not get("pods", namespace=NAMESPACE)["items"],
+                   timeout=120)
+
+    def assert_nodes_own_settings(self, pods, fabric_nodes):
+        """Each pod on a node of FABRIC_NODES, the two on different nodes, each container with
+        its own node's kube-rdma settings."""
+        nodes = {role: pod["spec"]["nodeName"] for role, (pod, _) in pods.items()}
+        self.assertNotEqual(nodes["master"], nodes["worker"], nodes)
+        for role, (pod, report) in pods.items():
+            node = NODES[nodes[role]]
+            self.assertIn(nodes[role], fabric_nodes, nodes)
+            with self.subTest(role=role, node=nodes[role]):
+                self.assertTrue(has_cap(report["capeff"], CAP_IPC_LOCK), report["capeff"])
+                self.assertIn("tmpfs", report["shm"])
+                self.assertEqual(report["env"].get("NCCL_IB_HCA"), node["hca"])
+                self.assertEqual(report["conf"].get("NCCL_IB_HCA"), node["hca"])
+                self.assertEqual(report["conf"].get("NCCL_IB_GID_INDEX"), node["gid_index"])
+                self.assertEqual(report["env"].get("NCCL_SOCKET_IFNAME"), "eth0")
+                self.assertEqual(report["env"].get("NCCL_IB_TIMEOUT"), "22")
+                self.assertEqual(len([d for d in report["dev"] if "uverbs" in d]),
+                                 node["devices"], report["dev"])
+                # The job's own value, and the training operator's rendezvous settings.
+                self.assertEqual(report["python_unbuffered"], "1")
+                self.assertEqual(report["rank"], "0" if role == "master" else "1")
+
+    def assert_gang_scheduled(self, pods, job_name):
+        """Both pods went through Volcano as one PodGroup of two."""
+        group = get("podgroups.scheduling.volcano.sh", job_name, NAMESPACE)
+        self.assertEqual(group["spec"]["minMember"], 2)
+        self.assertEqual(group["status"].get("phase"), "Running", group["status"])
+        for pod, _ in pods.values():
+            self.assertEqual(pod["spec"]["schedulerName"], "volcano")
+            self.assertEqual(pod["metadata"]["annotations"].get("scheduling.k8s.io/group-name"),
+                             job_name)
+
+    def assert_rendezvous(self, pods, job_name):
+        """The Worker resolved MASTER_ADDR to the Master pod's address and read from its port."""
+        master, worker = pods["master"][0], pods["worker"][1]
+        self.assertEqual(worker["master_addr"], f"{job_name}-master-0")
+        self.assertEqual(worker["master_ip"], master["status"]["podIP"])
+        self.assertEqual(worker.get("master_said"), f"hello-from-{master['metadata']['name']}")
+
+    def test_every_node_offers_its_own_hardware(self):
+        allocatable = {n: get("node", n)["status"]["allocatable"] for n in NODES}
+        self.assertEqual(allocatable["a100-roce-0"].get("rdma/shared"), "128")
+        self.assertEqual(allocatable["rocep-roce-1"].get("rdma/shared"), "64")
+        for node in ("ib-hdr8-2", "ib-hdr8-3"):
+            self.assertNotIn("rdma/shared", allocatable[node])
+            self.assertTrue(int(allocatable[node].get("rdma/hca", "0")) > 0, allocatable[node])
+
+    def test_the_guides_roce_job_on_two_nodes_of_different_hardware(self):
+        job = runnable_job("pytorchjob-roce.yaml", "bert-large-nccl")
+        pods = run_job(job)
+        self.assert_nodes_own_settings(pods, {"a100-roce-0", "rocep-roce-1"})
+        self.assert_gang_scheduled(pods, "bert-large-nccl")
+        self.assert_rendezvous(pods, "bert-large-nccl")
+
+    def test_the_shorthand_job(self):
+        job = runnable_job("pytorchjob-shorthand.yaml", "bert-large-nccl-shorthand")
+        pods = run_job(job)
+        self.assert_nodes_own_settings(pods, {"a100-roce-0", "rocep-roce-1"})
+        for pod, _ in pods.values():
+            limits = pod["spec"]["containers"][0]["resources"]["limits"]
+            self.assertEqual(limits.get("rdma/shared"), "1")
+        self.assert_gang_scheduled(pods, "bert-large-nccl-shorthand")
+        self.assert_rendezvous(pods, "bert-large-nccl-shorthand")
+
+    def test_the_infiniband_job(self):
+        job = runnable_job("pytorchjob-ib.yaml", "bert-large-nccl-ib")
+        pods = run_job(job)
+        self.assert_nodes_own_settings(pods, {"ib-hdr8-2", "ib-hdr8-3"})
+        self.assert_gang_scheduled(pods, "bert-large-nccl-ib")
+        self.assert_rendezvous(pods, "bert-large-nccl-ib")
+
+
+if __name__ == "__main__":
+    unittest.main()
