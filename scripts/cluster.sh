@@ -1,30 +1,32 @@
 #!/usr/bin/env bash
-# A real one-node Kubernetes cluster on this machine, with kube-rdma installed as an operator
-# installs it, for the end-to-end tests and the demo (docs/cluster.md).
+# A real Kubernetes cluster on this machine, one node or several of different hardware, with
+# kube-rdma installed as an operator installs it, for the end-to-end tests and the demo
+# (docs/cluster.md).
 #
-#   scripts/cluster.sh up [--driver device-plugin|dra] [--install kustomize|helm] [--nodes N]
-#                         [--operators]
+#   scripts/cluster.sh up [--driver device-plugin|dra] [--install kustomize|helm]
+#                         [--nodes N|KIND,KIND...] [--operators]
 #                                     start it, kube-rdma installed from test/cluster/overlays/
 #                                     (kustomize, the default) or from manifests/helm/kube-rdma
 #                                     with test/cluster/chart-values/ (helm), on N nodes (1, the
-#                                     default, to 8), with the Kubeflow training operator and
-#                                     Volcano (--operators); the last line printed is
+#                                     default, to 8) or on nodes of the KINDs named (a100, rocep,
+#                                     ib), with the Kubeflow training operator and Volcano
+#                                     (--operators); the last line printed is
 #                                     `export KUBECONFIG=<path>`
 #   scripts/cluster.sh down                              stop everything it started
 #   scripts/cluster.sh stop|start COMPONENT[@NODE]       one component (kubelet, containerd, ...)
 #                                                        of the first node, or of NODE
 #   scripts/cluster.sh status                            what runs
 #
-# The first node, a100-roce-0, is the bundled A100 RoCE fixture: its sysfs tree
-# (test/fixtures/gen_sysfs.py) stands in for /sys in the kube-rdma pods, and its /dev/infiniband
-# nodes are made with mknod. The further nodes are other hardware: rocep-roce-1 the fixture
-# renamed-rocep (four RoCE HCAs named rocep<bus>s0f0 by udev's naming, management NIC eno1),
-# ib-hdr8-2 and on the fixture ib-hdr8 (eight InfiniBand HDR HCAs, mlx5_0..7).
+# Each node is a bundled fixture: its sysfs tree (test/fixtures/gen_sysfs.py) stands in for /sys
+# in the kube-rdma pods, and its /dev/infiniband nodes are made with mknod. Kinds: a100 (node
+# a100-roce-K, the A100 RoCE fixture), rocep (rocep-roce-K, the fixture renamed-rocep: four RoCE
+# HCAs named rocep<bus>s0f0 by udev's naming, management NIC eno1), ib (ib-hdr8-K, eight
+# InfiniBand HDR HCAs mlx5_0..7). N nodes are a100, rocep, then ib.
 # Pods get their networks through Multus: the bridge CNI's eth0, and the macvlan networks a
 # pod's k8s.v1.cni.cncf.io/networks annotation names (on rdma-data0, the node's stand-in for the
 # data ports; the A100 fixture's GID tables hold the addresses test/cluster's rail pod is given).
 # The first node and the control plane share one network and mount namespace of the cluster's
-# own; every further node has its own pair, joined to the first by a bridge, so nothing of it
+# own; every further node has its own pair, joined to the others by a bridge, so nothing of it
 # touches the machine's network or mounts: the API server is reached from outside through a
 # relay on 127.0.0.1:${KUBE_RDMA_CLUSTER_PORT:-6443}; `down` ends the namespaces and every mount
 # with them. State lives in KUBE_RDMA_CLUSTER_DIR (default /var/tmp/kube-rdma-cluster).
@@ -51,6 +53,16 @@ die() {
 }
 say() { echo "cluster: $*" >&2; }
 
+# The kinds of node `up --nodes` knows, and the kinds of N nodes when only their number is given.
+node_kinds_known=(a100 rocep ib)
+default_node_kinds() { # N
+  local kinds=(a100 rocep) k
+  for ((k = 2; k < $1; k++)); do kinds+=(ib); done
+  echo "${kinds[@]:0:$1}"
+}
+# The kinds of this cluster's nodes, in order.
+node_kinds() { cat "$state/node-kinds" 2>/dev/null || echo a100; }
+
 # Node K (from 0) of the cluster: what it is and where its files are. The first node shares the
 # control plane's namespaces and keeps the state folder's top level (the tests read its logs and
 # files there); node K's files are under nodes/NAME, its processes' pid and log files end in
@@ -58,10 +70,13 @@ say() { echo "cluster: $*" >&2; }
 # cgroup_root.
 use_node() { # K
   node=$1
-  case $node in
-    0) node_name=a100-roce-0 fixture_variant=a100-roce-pod-rails ;;
-    1) node_name=rocep-roce-1 fixture_variant=renamed-rocep ;;
-    *) node_name=ib-hdr8-$node fixture_variant=ib-hdr8 ;;
+  local kinds
+  read -ra kinds <<<"$(node_kinds)"
+  case ${kinds[node]} in
+    a100) node_name=a100-roce-$node fixture_variant=a100-roce-pod-rails ;;
+    rocep) node_name=rocep-roce-$node fixture_variant=renamed-rocep ;;
+    ib) node_name=ib-hdr8-$node fixture_variant=ib-hdr8 ;;
+    *) die "node $node has no kind (state: $state/node-kinds)" ;;
   esac
   node_root=$state tag=
   ((node == 0)) || node_root=$state/nodes/$node_name tag=@$node_name
@@ -70,7 +85,7 @@ use_node() { # K
   pod_gateway=10.$((88 + node)).0.1
   cgroup_root=kube-rdma-e2e${tag:+-$node_name}
 }
-node_count() { cat "$state/node-count" 2>/dev/null || echo 1; }
+node_count() { wc -w <<<"$(node_kinds)"; }
 # The node K whose name is NAME.
 node_index() { # NAME
   local k
@@ -475,7 +490,7 @@ up() {
         ;;
       --nodes)
         nodes=${2:-}
-        shift 2 || die "--nodes needs a number of nodes (1 to 8)"
+        shift 2 || die "--nodes needs a number of nodes (1 to 8) or their kinds (a100,rocep,ib,...)"
         ;;
       --operators)
         operators=true
@@ -484,8 +499,18 @@ up() {
       *) die "unknown option '$1' (up [--driver device-plugin|dra] [--install kustomize|helm] [--nodes N] [--operators])" ;;
     esac
   done
+  local kinds kind
+  if [[ $nodes =~ ^[0-9]+$ ]]; then
+    read -ra kinds <<<"$(default_node_kinds "$nodes")"
+  else
+    IFS=, read -ra kinds <<<"$nodes"
+  fi
+  for kind in "${kinds[@]}"; do
+    [[ " ${node_kinds_known[*]} " == *" $kind "* ]] ||
+      die "--nodes: '$kind' is not a kind of node (${node_kinds_known[*]})"
+  done
   # Eight: the nodes' pod ranges, 10.88.0.0/16 to 10.95.0.0/16, fill cluster_pod_cidr.
-  [[ $nodes =~ ^[1-8]$ ]] || die "--nodes is a number from 1 to 8, not '$nodes'"
+  ((${#kinds[@]} >= 1 && ${#kinds[@]} <= 8)) || die "--nodes: 1 to 8 nodes, not '$nodes'"
   [[ $driver == device-plugin || $driver == dra ]] || die "--driver is device-plugin or dra, not '$driver'"
   [[ $installer == kustomize || $installer == helm ]] || die "--install is kustomize or helm, not '$installer'"
   [[ $(id -u) == 0 ]] || die "up needs root (namespaces, mounts, cgroups, mknod)"
@@ -506,10 +531,10 @@ up() {
   echo "$bin" >"$state/bin"
   echo "$driver" >"$state/driver"
   echo "$installer" >"$state/installer"
-  echo "$nodes" >"$state/node-count"
+  echo "${kinds[*]}" >"$state/node-kinds"
   make_pki
   write_control_plane_configs
-  local k
+  local k nodes=${#kinds[@]}
   for ((k = 0; k < nodes; k++)); do
     use_node "$k"
     write_node_configs
@@ -841,5 +866,5 @@ case "${1:-}" in
     use_node "$3"
     namespace_init
     ;;
-  *) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//' >&2 && exit 2 ;;
+  *) sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//' >&2 && exit 2 ;;
 esac

@@ -70,25 +70,29 @@ def advertise_fake_gpus():
         get("node", n)["status"]["allocatable"].get("nvidia.com/gpu") == "8" for n in NODES))
 
 
-def runnable_job(example, name):
+def runnable_job(example, name, scheduler="volcano"):
     """The PyTorchJob of examples/EXAMPLE, renamed NAME, in the test namespace, with only what
-    this machine cannot give taken out (module doc)."""
-    job = next(d for d in example_documents(example) if d["kind"] == "PyTorchJob")
+    this machine cannot give taken out (module doc), and the other documents of the file."""
+    docs = example_documents(example)
+    job = next(d for d in docs if d["kind"] == "PyTorchJob")
     job["metadata"]["name"] = name
     for role, replica in job["spec"]["pytorchReplicaSpecs"].items():
         spec = replica["template"]["spec"]
-        spec["schedulerName"] = "volcano"
+        spec["schedulerName"] = scheduler
         spec.pop("volumes", None)
         for container in spec["containers"]:
-            limits = container.get("resources", {}).get("limits", {})
+            resources = container.get("resources", {})
+            limits = resources.get("limits", {})
             kept = {k: v for k, v in limits.items() if k == "nvidia.com/gpu" or k.startswith("rdma/")}
             container["resources"] = {"limits": kept} if kept else {}
+            if "claims" in resources:
+                container["resources"]["claims"] = resources["claims"]
             container.pop("args", None)
             container.pop("volumeMounts", None)
             script = MASTER_SCRIPT if role == "Master" else WORKER_SCRIPT
             container.update(image=TOOLBOX, imagePullPolicy="Never",
                              command=["sh", "-c", script + STAY])
-    return job
+    return job, [d for d in docs if d is not job]
 
 
 def job_pods(name):
@@ -118,6 +122,14 @@ def run_job(job):
     pods = wait_until(f"job {name}'s two pods to report", reported, timeout=180, interval=1)
     return {role: (pod, parse_report(pod_log(pod["metadata"]["name"])))
             for role, pod in pods.items()}
+
+
+def assert_rendezvous(test, pods, job_name):
+    """The Worker resolved MASTER_ADDR to the Master pod's address and read from its port."""
+    master, worker = pods["master"][0], pods["worker"][1]
+    test.assertEqual(worker["master_addr"], f"{job_name}-master-0")
+    test.assertEqual(worker["master_ip"], master["status"]["podIP"])
+    test.assertEqual(worker.get("master_said"), f"hello-from-{master['metadata']['name']}")
 
 
 class Jobs(ClusterTest):
@@ -163,13 +175,6 @@ class Jobs(ClusterTest):
             self.assertEqual(pod["metadata"]["annotations"].get("scheduling.k8s.io/group-name"),
                              job_name)
 
-    def assert_rendezvous(self, pods, job_name):
-        """The Worker resolved MASTER_ADDR to the Master pod's address and read from its port."""
-        master, worker = pods["master"][0], pods["worker"][1]
-        self.assertEqual(worker["master_addr"], f"{job_name}-master-0")
-        self.assertEqual(worker["master_ip"], master["status"]["podIP"])
-        self.assertEqual(worker.get("master_said"), f"hello-from-{master['metadata']['name']}")
-
     def test_every_node_offers_its_own_hardware(self):
         allocatable = {n: get("node", n)["status"]["allocatable"] for n in NODES}
         self.assertEqual(allocatable["a100-roce-0"].get("rdma/shared"), "128")
@@ -179,28 +184,28 @@ class Jobs(ClusterTest):
             self.assertTrue(int(allocatable[node].get("rdma/hca", "0")) > 0, allocatable[node])
 
     def test_the_guides_roce_job_on_two_nodes_of_different_hardware(self):
-        job = runnable_job("pytorchjob-roce.yaml", "bert-large-nccl")
+        job, _ = runnable_job("pytorchjob-roce.yaml", "bert-large-nccl")
         pods = run_job(job)
         self.assert_nodes_own_settings(pods, {"a100-roce-0", "rocep-roce-1"})
         self.assert_gang_scheduled(pods, "bert-large-nccl")
-        self.assert_rendezvous(pods, "bert-large-nccl")
+        assert_rendezvous(self, pods, "bert-large-nccl")
 
     def test_the_shorthand_job(self):
-        job = runnable_job("pytorchjob-shorthand.yaml", "bert-large-nccl-shorthand")
+        job, _ = runnable_job("pytorchjob-shorthand.yaml", "bert-large-nccl-shorthand")
         pods = run_job(job)
         self.assert_nodes_own_settings(pods, {"a100-roce-0", "rocep-roce-1"})
         for pod, _ in pods.values():
             limits = pod["spec"]["containers"][0]["resources"]["limits"]
             self.assertEqual(limits.get("rdma/shared"), "1")
         self.assert_gang_scheduled(pods, "bert-large-nccl-shorthand")
-        self.assert_rendezvous(pods, "bert-large-nccl-shorthand")
+        assert_rendezvous(self, pods, "bert-large-nccl-shorthand")
 
     def test_the_infiniband_job(self):
-        job = runnable_job("pytorchjob-ib.yaml", "bert-large-nccl-ib")
+        job, _ = runnable_job("pytorchjob-ib.yaml", "bert-large-nccl-ib")
         pods = run_job(job)
         self.assert_nodes_own_settings(pods, {"ib-hdr8-2", "ib-hdr8-3"})
         self.assert_gang_scheduled(pods, "bert-large-nccl-ib")
-        self.assert_rendezvous(pods, "bert-large-nccl-ib")
+        assert_rendezvous(self, pods, "bert-large-nccl-ib")
 
 
 if __name__ == "__main__":

@@ -3,20 +3,21 @@
 # cluster up as SUITE needs it, runs test/cluster/e2e_<suite>.py and takes the cluster down
 # again, also when a test fails. ctest runs it (label "cluster", test/cluster/CMakeLists.txt); by
 # hand:
-#   test/cluster/run-e2e.sh device-plugin|dra|jobs build
+#   test/cluster/run-e2e.sh device-plugin|dra|jobs|jobs-dra build
 set -euo pipefail
-usage="usage: run-e2e.sh device-plugin|dra|jobs BUILD_DIR"
+usage="usage: run-e2e.sh device-plugin|dra|jobs|jobs-dra BUILD_DIR"
 suite=${1:?$usage}
 build_dir=$(cd "${2:?$usage}" && pwd)
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 # The DRA suite installs kube-rdma with the Helm chart and upgrades and rolls it back; the others
 # with kustomize. The two renders are equal (test/manifests/chart_equals_overlays.py), so each
-# installer runs for real without another cluster. The jobs suite runs the training operator's
-# jobs on four nodes of three kinds of hardware.
+# installer runs for real without another cluster. The jobs suites run the training operator's
+# jobs: the device plugin's on four nodes of three kinds of hardware, the DRA job on two A100s.
 case $suite in
   device-plugin) up=(--driver device-plugin --install kustomize) ;;
   dra) up=(--driver dra --install helm) ;;
   jobs) up=(--driver device-plugin --install kustomize --nodes 4 --operators) ;;
+  jobs-dra) up=(--driver dra --install kustomize --nodes a100,a100 --operators) ;;
   *)
     echo "$usage" >&2
     exit 2
