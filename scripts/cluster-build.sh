@@ -21,7 +21,9 @@
 #   training-operator.v1 and kubeflow.org_pytorchjobs.yaml, the Kubeflow training operator and
 #     its PyTorchJob CRD, from test/cluster/training-operator/go.mod (its own module);
 #   vc-scheduler and the PodGroup and Queue CRDs (scheduling.volcano.sh_*.yaml), Volcano's
-#     scheduler, from test/cluster/volcano/go.mod (its own module).
+#     scheduler, from test/cluster/volcano/go.mod (its own module);
+#   jobset-controller and jobset.x-k8s.io_jobsets.yaml, JobSet's controller and CRD, from
+#     test/cluster/jobset/go.mod (its own module).
 # runc and the CNI plugins come from Debian (scripts/setup.sh --tests).
 # The result is cached in ~/.cache/kube-rdma/cluster-<versions>/bin (KUBE_RDMA_CACHE moves the
 # cache): a second run only checks that every program is there. Go's module and build caches
@@ -43,19 +45,20 @@ prometheus=$(module_version github.com/prometheus/prometheus "$repo/test/cluster
 coredns=$(module_version github.com/coredns/coredns "$repo/test/cluster/coredns/go.mod")
 training_operator=$(module_version github.com/kubeflow/training-operator "$repo/test/cluster/training-operator/go.mod")
 volcano=$(module_version volcano.sh/volcano "$repo/test/cluster/volcano/go.mod")
+jobset=$(module_version sigs.k8s.io/jobset "$repo/test/cluster/jobset/go.mod")
 [[ -n $k8s && -n $etcd && -n $containerd && -n $multus && -n $helm && -n $prometheus && -n $coredns &&
-  -n $training_operator && -n $volcano ]] || {
+  -n $training_operator && -n $volcano && -n $jobset ]] || {
   echo "cluster-build: cannot read the pinned versions from test/cluster/go.mod" >&2
   exit 1
 }
 # The sums pin every dependency too, and our own Go files are part of the build: a change to
 # either is another build.
 sums=$(cd "$repo/test/cluster" && find . -name go.sum -o -name '*.go' | LC_ALL=C sort | xargs cat | sha256sum | cut -c1-12)
-cache=${KUBE_RDMA_CACHE:-$HOME/.cache/kube-rdma}/cluster-k8s-$k8s-etcd-$etcd-containerd-$containerd-multus-$multus-helm-$helm-prometheus-$prometheus-coredns-$coredns-training-operator-$training_operator-volcano-$volcano-$sums
+cache=${KUBE_RDMA_CACHE:-$HOME/.cache/kube-rdma}/cluster-k8s-$k8s-etcd-$etcd-containerd-$containerd-multus-$multus-helm-$helm-prometheus-$prometheus-coredns-$coredns-training-operator-$training_operator-volcano-$volcano-jobset-$jobset-$sums
 bin=$cache/bin
 programs=(etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl
   fake-gpu-driver containerd containerd-shim-runc-v2 ctr cni/multus helm
-  prometheus promtool coredns training-operator.v1 vc-scheduler)
+  prometheus promtool coredns training-operator.v1 vc-scheduler jobset-controller)
 
 missing=()
 for p in "${programs[@]}"; do
@@ -67,7 +70,7 @@ if [[ ${#missing[@]} -gt 0 ]]; then
     exit 1
   }
   start=$SECONDS
-  echo "cluster-build: building Kubernetes $k8s, etcd $etcd, containerd $containerd, Multus $multus, Helm $helm, Prometheus $prometheus, CoreDNS $coredns, training operator $training_operator, Volcano $volcano into $bin" >&2
+  echo "cluster-build: building Kubernetes $k8s, etcd $etcd, containerd $containerd, Multus $multus, Helm $helm, Prometheus $prometheus, CoreDNS $coredns, training operator $training_operator, Volcano $volcano, JobSet $jobset into $bin" >&2
   mkdir -p "$cache/tmp"
   # What `kubectl version` and the node's kubeletVersion report; the API server refuses a
   # kubelet whose version it cannot parse.
@@ -123,6 +126,12 @@ if [[ ${#missing[@]} -gt 0 ]]; then
       -o "$cache/tmp/vc-scheduler" volcano.sh/volcano/cmd/scheduler &&
     crds=$(go list -m -f '{{.Dir}}' volcano.sh/volcano)/installer/helm/chart/volcano/crd/bases &&
     cp "$crds/scheduling.volcano.sh_podgroups.yaml" "$crds/scheduling.volcano.sh_queues.yaml" "$cache/tmp/")
+  # JobSet's command is its module's root package.
+  (cd "$repo/test/cluster/jobset" &&
+    go build -trimpath -ldflags "-s -w -X sigs.k8s.io/jobset/pkg/version.GitVersion=$jobset" \
+      -o "$cache/tmp/jobset-controller" sigs.k8s.io/jobset &&
+    cp "$(go list -m -f '{{.Dir}}' sigs.k8s.io/jobset)/config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml" \
+      "$cache/tmp/")
   rm -rf "$bin"
   mv "$cache/tmp" "$bin"
   # Builds of other versions are not needed any more (Go's caches keep what they share).

@@ -9,7 +9,7 @@
 #                                     (kustomize, the default) or from manifests/helm/kube-rdma
 #                                     with test/cluster/chart-values/ (helm), on N nodes (1, the
 #                                     default, to 8) or on nodes of the KINDs named (a100, rocep,
-#                                     ib), with the Kubeflow training operator and Volcano
+#                                     ib), with the Kubeflow training operator, Volcano and JobSet
 #                                     (--operators); the last line printed is
 #                                     `export KUBECONFIG=<path>`
 #   scripts/cluster.sh down                              stop everything it started
@@ -668,17 +668,19 @@ start_kubelet() {
     -v=2 # the device manager's registration lines, which the restart test times
 }
 
-# Volcano's scheduler and the Kubeflow training operator (kubeflow.org/v1 PyTorchJob), which
-# hands each job's pods to Volcano with a PodGroup (gang scheduling), run as the control plane's
-# programs are: processes with the admin's credentials.
+# Volcano's scheduler, the Kubeflow training operator (kubeflow.org/v1 PyTorchJob), which hands
+# each job's pods to Volcano with a PodGroup (gang scheduling), and JobSet, run as the control
+# plane's programs are: processes with the admin's credentials.
 start_operators() {
   local bin crd
   bin=$(cat "$state/bin")
-  # `create`: the PyTorchJob CRD is larger than the annotation `apply` would keep.
-  for crd in kubeflow.org_pytorchjobs scheduling.volcano.sh_podgroups scheduling.volcano.sh_queues; do
+  # `create`: the PyTorchJob and JobSet CRDs are larger than the annotation `apply` would keep.
+  for crd in kubeflow.org_pytorchjobs scheduling.volcano.sh_podgroups scheduling.volcano.sh_queues \
+    jobset.x-k8s.io_jobsets; do
     kubectl create -f "$bin/$crd.yaml" >/dev/null
   done
-  for crd in pytorchjobs.kubeflow.org podgroups.scheduling.volcano.sh queues.scheduling.volcano.sh; do
+  for crd in pytorchjobs.kubeflow.org podgroups.scheduling.volcano.sh queues.scheduling.volcano.sh \
+    jobsets.jobset.x-k8s.io; do
     wait_for 60 "the CRD $crd" kubectl wait --for condition=established "crd/$crd" --timeout=1s
   done
   # Its configuration in a folder of its own: it reloads it on any write there. Volcano's
@@ -711,6 +713,29 @@ start_operators() {
     --pytorch-init-container-template-file="$repo/test/cluster/training-operator/init-container.yaml" \
     --zap-devel=false
   wait_for 60 "the training operator" in_cluster curl -sf http://127.0.0.1:18081/readyz
+  start_jobset
+}
+
+# JobSet's controller, with its webhook server on 127.0.0.1 and a certificate of ours (its own
+# rotator only knows the in-cluster Service: test/cluster/jobset/config.yaml), then its webhooks:
+# JobSets must pass its defaulting webhook, which fills the fields its controller reads.
+start_jobset() {
+  local dir=$state/jobset
+  mkdir -p "$dir"
+  openssl req -x509 -newkey rsa:2048 -nodes -days 30 -subj /CN=jobset-e2e-ca \
+    -keyout "$dir/ca.key" -out "$dir/ca.crt" 2>/dev/null
+  openssl req -newkey rsa:2048 -nodes -subj /CN=jobset-webhook -keyout "$dir/tls.key" \
+    -out "$dir/tls.csr" 2>/dev/null
+  printf 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' >"$dir/tls.ext"
+  openssl x509 -req -in "$dir/tls.csr" -CA "$dir/ca.crt" -CAkey "$dir/ca.key" -CAcreateserial \
+    -days 30 -extfile "$dir/tls.ext" -out "$dir/tls.crt" 2>/dev/null
+  sed "s|CERT_DIR|$dir|" "$repo/test/cluster/jobset/config.yaml" >"$dir/config.yaml"
+  start_daemon jobset-controller jobset-controller --kubeconfig "$state/admin.kubeconfig" \
+    --config "$dir/config.yaml" --leader-elect=false --metrics-bind-address=0 \
+    --health-probe-bind-address=127.0.0.1:18082 --zap-devel=false
+  wait_for 60 "JobSet's controller" in_cluster curl -sf http://127.0.0.1:18082/readyz
+  sed "s|CA_BUNDLE|$(base64 -w0 "$dir/ca.crt")|" "$repo/test/cluster/jobset/webhooks.yaml" |
+    kubectl create -f - >/dev/null
 }
 
 install_kube_rdma() { # DRIVER INSTALLER
@@ -767,7 +792,7 @@ down() {
   [[ -d $state ]] || return 0
   local name pid_name
   # The kubelets first, so that they start nothing new while the rest goes.
-  for name in relay training-operator vc-scheduler kube-proxy kubelet kube-scheduler \
+  for name in relay jobset-controller training-operator vc-scheduler kube-proxy kubelet kube-scheduler \
     kube-controller-manager kube-apiserver etcd; do
     for pid_name in $(pid_names "$name"); do
       stop_daemon "$pid_name"

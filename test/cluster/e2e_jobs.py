@@ -3,7 +3,7 @@ up --nodes 4 --operators): the real Kubeflow training operator turns each PyTorc
 into its Master and Worker pods and their PodGroup, Volcano's scheduler places the two as one
 gang on two nodes, and each container gets the NCCL settings of ITS node from kube-rdma, while
 the job's own values stay and the Worker finds the Master by name through the cluster DNS
-(CoreDNS).
+(CoreDNS). The same for the newer shape, examples/jobset-roce.yaml, through JobSet's controller.
 
 The nodes (scripts/cluster.sh): a100-roce-0 (eight RoCE HCAs mlx5_1..8), rocep-roce-1 (four RoCE
 HCAs rocep1s0f0..rocep4s0f0) and ib-hdr8-2, ib-hdr8-3 (eight InfiniBand HCAs mlx5_0..7 each).
@@ -60,6 +60,38 @@ done
 """
 
 
+# A JobSet's two pods share one template: pod 0 serves the rendezvous port of
+# examples/jobset-roce.yaml, pod 1 resolves pod 0's name under the JobSet's headless Service
+# and reads from it.
+JOBSET_SCRIPT = PROBE + r"""
+echo "rank=$JOB_COMPLETION_INDEX"
+echo "python_unbuffered=$PYTHONUNBUFFERED"
+leader="$JOBSET_NAME-workers-0-0.$JOBSET_NAME"
+if [ "$JOB_COMPLETION_INDEX" = 0 ]; then
+  (while true; do echo "hello-from-$HOSTNAME" | nc -l -p 29500 >/dev/null 2>&1; done) &
+else
+  echo "master_addr=$leader"
+  # Pod 0's record exists once its pod has an address: no init container waits for it here.
+  # busybox's nslookup asks a name with a dot in it as it is, without the search list (glibc's
+  # resolver, torchrun's and nc's here, goes through it: ndots:5), and the cluster DNS answers
+  # SERVFAIL for names outside the cluster; so it is given the whole name.
+  namespace=$(cat /var/run/secrets/kubernetes.io/serviceaccount/namespace)
+  for i in $(seq 60); do
+    ip=$(nslookup "$leader.$namespace.svc.cluster.local" 2>/dev/null |
+      awk '/^Name:/ { n = 1 } n && /^Address/ { print $NF; exit }')
+    [ -n "$ip" ] && break
+    sleep 1
+  done
+  echo "master_ip=$ip"
+  for i in $(seq 60); do
+    said=$(nc -w 2 "$leader" 29500 </dev/null 2>/dev/null)
+    case "$said" in hello-from-*) echo "master_said=$said"; break ;; esac
+    sleep 1
+  done
+fi
+"""
+
+
 def advertise_fake_gpus():
     """Eight nvidia.com/gpu in every node's status and the A100 product label (module doc)."""
     for node in NODES:
@@ -68,6 +100,20 @@ def advertise_fake_gpus():
         kubectl("label", "node", node, "--overwrite", f"nvidia.com/gpu.product={GPU_PRODUCT}")
     wait_until("eight allocatable GPUs on every node", lambda: all(
         get("node", n)["status"]["allocatable"].get("nvidia.com/gpu") == "8" for n in NODES))
+
+
+def runnable_container(container, script):
+    """An example's container made to run SCRIPT in the toolbox image: of its resources only the
+    GPUs, kube-rdma's resources and its DRA claims stay, its env stays (module doc)."""
+    resources = container.get("resources", {})
+    limits = resources.get("limits", {})
+    kept = {k: v for k, v in limits.items() if k == "nvidia.com/gpu" or k.startswith("rdma/")}
+    container["resources"] = {"limits": kept} if kept else {}
+    if "claims" in resources:
+        container["resources"]["claims"] = resources["claims"]
+    container.pop("args", None)
+    container.pop("volumeMounts", None)
+    container.update(image=TOOLBOX, imagePullPolicy="Never", command=["sh", "-c", script + STAY])
 
 
 def runnable_job(example, name, scheduler="volcano"):
@@ -81,30 +127,40 @@ def runnable_job(example, name, scheduler="volcano"):
         spec["schedulerName"] = scheduler
         spec.pop("volumes", None)
         for container in spec["containers"]:
-            resources = container.get("resources", {})
-            limits = resources.get("limits", {})
-            kept = {k: v for k, v in limits.items() if k == "nvidia.com/gpu" or k.startswith("rdma/")}
-            container["resources"] = {"limits": kept} if kept else {}
-            if "claims" in resources:
-                container["resources"]["claims"] = resources["claims"]
-            container.pop("args", None)
-            container.pop("volumeMounts", None)
-            script = MASTER_SCRIPT if role == "Master" else WORKER_SCRIPT
-            container.update(image=TOOLBOX, imagePullPolicy="Never",
-                             command=["sh", "-c", script + STAY])
+            runnable_container(container, MASTER_SCRIPT if role == "Master" else WORKER_SCRIPT)
     return job, [d for d in docs if d is not job]
 
 
+def runnable_jobset(example, name):
+    """The JobSet of examples/EXAMPLE, renamed NAME, in the test namespace, made runnable as
+    runnable_job makes a PyTorchJob."""
+    jobset = next(d for d in example_documents(example) if d["kind"] == "JobSet")
+    jobset["metadata"]["name"] = name
+    for replicated in jobset["spec"]["replicatedJobs"]:
+        spec = replicated["template"]["spec"]["template"]["spec"]
+        spec.pop("volumes", None)
+        for container in spec["containers"]:
+            runnable_container(container, JOBSET_SCRIPT)
+    return jobset
+
+
 def job_pods(name):
-    """{replica type: pod} of job NAME, by the training operator's labels."""
-    pods = get("pods", namespace=NAMESPACE)["items"]
-    return {p["metadata"]["labels"]["training.kubeflow.org/replica-type"]: p for p in pods
-            if p["metadata"].get("labels", {}).get("training.kubeflow.org/job-name") == name}
+    """{"master": pod, "worker": pod} of job NAME: a PyTorchJob's by the training operator's
+    labels, a JobSet's by its label and the pod's completion index (0 is the master)."""
+    pods = {}
+    for pod in get("pods", namespace=NAMESPACE)["items"]:
+        labels = pod["metadata"].get("labels", {})
+        if labels.get("training.kubeflow.org/job-name") == name:
+            pods[labels["training.kubeflow.org/replica-type"]] = pod
+        elif labels.get("jobset.sigs.k8s.io/jobset-name") == name:
+            index = labels.get("batch.kubernetes.io/job-completion-index")
+            pods["master" if index == "0" else "worker"] = pod
+    return pods
 
 
 def run_job(job):
-    """Creates the job; returns {replica type: (pod, report)} once both containers printed their
-    report."""
+    """Creates the job (a PyTorchJob or a JobSet); returns {"master"|"worker": (pod, report)}
+    once both containers printed their report."""
     name = job["metadata"]["name"]
     create(job)
 
@@ -139,7 +195,8 @@ class Jobs(ClusterTest):
         advertise_fake_gpus()
 
     def tearDown(self):
-        kubectl("delete", "pytorchjobs", "--all", "-n", NAMESPACE, "--wait=true", timeout=120)
+        kubectl("delete", "pytorchjobs,jobsets", "--all", "-n", NAMESPACE, "--wait=true",
+                timeout=120)
         wait_until("the jobs' pods to go", lambda: not get("pods", namespace=NAMESPACE)["items"],
                    timeout=120)
 
@@ -199,6 +256,16 @@ class Jobs(ClusterTest):
             self.assertEqual(limits.get("rdma/shared"), "1")
         self.assert_gang_scheduled(pods, "bert-large-nccl-shorthand")
         assert_rendezvous(self, pods, "bert-large-nccl-shorthand")
+
+    def test_the_jobset(self):
+        """examples/jobset-roce.yaml: JobSet's controller makes one Indexed Job of two pods and
+        their headless Service, kube-scheduler places them (JobSet has no gang scheduler of its
+        own); pod 1 reaches pod 0 by its DNS name under that Service."""
+        pods = run_job(runnable_jobset("jobset-roce.yaml", "bert-large-nccl"))
+        self.assert_nodes_own_settings(pods, {"a100-roce-0", "rocep-roce-1"})
+        leader, follower = pods["master"][0], pods["worker"][1]
+        self.assertEqual(follower["master_ip"], leader["status"]["podIP"])
+        self.assertEqual(follower.get("master_said"), "hello-from-bert-large-nccl-workers-0-0")
 
     def test_the_infiniband_job(self):
         job, _ = runnable_job("pytorchjob-ib.yaml", "bert-large-nccl-ib")

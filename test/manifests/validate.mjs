@@ -302,8 +302,8 @@ async function validateObject(obj) {
 }
 
 // The Pods a workload makes, as its controller creates them from the pod templates: the
-// template's metadata and spec, a name and the namespace. (PyTorchJob has no published schema;
-// its pods are validated as Pods.)
+// template's metadata and spec, a name and the namespace. (PyTorchJob and JobSet have no
+// published schema; their pods are validated as Pods.)
 function podsOf(obj) {
   const templates = [];
   if (obj.spec?.template?.spec)
@@ -318,6 +318,12 @@ function podsOf(obj) {
     templates.push({
       where: `.spec.pytorchReplicaSpecs.${role}.template`,
       template: replica.template,
+    });
+  }
+  for (const [i, rjob] of (obj.spec?.replicatedJobs ?? []).entries()) {
+    templates.push({
+      where: `.spec.replicatedJobs[${i}].template.spec.template`,
+      template: rjob?.template?.spec?.template,
     });
   }
   const pods = templates.map(({ where, template }, i) => ({
