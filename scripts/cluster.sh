@@ -340,8 +340,9 @@ namespace_init() {
   mount --make-rprivate /
   # The node's network: loopback and an eth0 carrying the default route, as on a real node whose
   # management NIC is eth0 (the A100 fixture's mlx5_0). A veth pair: the kernels we run on may
-  # lack the dummy driver, never veth (containers need it). The first node holds both ends; every
-  # other node's eth0 is moved in from the first node's namespace (connect_node).
+  # lack the dummy driver, never veth (containers need it). The first node holds both ends (its
+  # uplink0 goes to the switch when a second node joins); every other node's eth0 comes from the
+  # switch's namespace (connect_node).
   ip link set lo up
   if ((node == 0)); then
     ip link add eth0 type veth peer name uplink0
@@ -707,8 +708,8 @@ start_operators() {
   # The workers' init container waits for the master's name to resolve (busybox's nslookup here:
   # test/cluster/training-operator/init-container.yaml).
   start_daemon training-operator training-operator.v1 --kubeconfig "$state/admin.kubeconfig" \
-    --enable-scheme=pytorchjob --gang-scheduler-name=volcano --leader-elect=false --metrics-bind-address=0 \
-    --health-probe-bind-address=127.0.0.1:18081 --webhook-server-port=19443 \
+    --enable-scheme=pytorchjob --gang-scheduler-name=volcano --leader-elect=false \
+    --metrics-bind-address=0 --health-probe-bind-address=127.0.0.1:18081 --webhook-server-port=19443 \
     --pytorch-init-container-image=localhost/kube-rdma/toolbox:e2e \
     --pytorch-init-container-template-file="$repo/test/cluster/training-operator/init-container.yaml" \
     --zap-devel=false
@@ -791,9 +792,10 @@ pid_names() { # NAME
 down() {
   [[ -d $state ]] || return 0
   local name pid_name
-  # The kubelets first, so that they start nothing new while the rest goes.
-  for name in relay jobset-controller training-operator vc-scheduler kube-proxy kubelet kube-scheduler \
-    kube-controller-manager kube-apiserver etcd; do
+  # The operators and the kubelets before the control plane, so that nothing new starts while the
+  # rest goes.
+  for name in relay jobset-controller training-operator vc-scheduler kube-proxy kubelet \
+    kube-scheduler kube-controller-manager kube-apiserver etcd; do
     for pid_name in $(pid_names "$name"); do
       stop_daemon "$pid_name"
     done
@@ -803,6 +805,9 @@ down() {
   for pid_name in $(pid_names namespace); do
     holder=$(cat "$state/pids/$pid_name")
     kill -0 "$holder" 2>/dev/null || continue
+    # A stale pid file whose number a process of the machine now has: its mount namespace is
+    # this shell's, and everything in it must live.
+    [[ $(readlink "/proc/$holder/ns/mnt") == "$(readlink /proc/self/ns/mnt)" ]] && continue
     holders+=("$holder")
     namespaces+=("$(readlink "/proc/$holder/ns/mnt")")
   done
