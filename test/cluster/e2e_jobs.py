@@ -22,9 +22,9 @@ as the guide's job does (the operator, run with --gang-scheduler-name=volcano, w
 import json
 import unittest
 
-from e2e_lib import (A100_GID_INDEX, A100_HCA, CAP_IPC_LOCK, NAMESPACE, PROBE, STAY, TOOLBOX,
-                     ClusterTest, create, example_documents, get, has_cap, kubectl, parse_report,
-                     pod_log, wait_until)
+from e2e_lib import (A100_GID_INDEX, A100_HCA, CAP_IPC_LOCK, NAMESPACE, PROBE, ClusterTest,
+                     create, example_documents, get, has_cap, kubectl, parse_report, pod_log,
+                     probe_container, wait_until)
 
 # What each node's hardware gives (test/fixtures/gen_sysfs.py): its ACTIVE data ports and, on
 # RoCE, the index of its RoCE v2 IPv4 GIDs.
@@ -102,20 +102,6 @@ def advertise_fake_gpus():
         get("node", n)["status"]["allocatable"].get("nvidia.com/gpu") == "8" for n in NODES))
 
 
-def runnable_container(container, script):
-    """An example's container made to run SCRIPT in the toolbox image: of its resources only the
-    GPUs, kube-rdma's resources and its DRA claims stay, its env stays (module doc)."""
-    resources = container.get("resources", {})
-    limits = resources.get("limits", {})
-    kept = {k: v for k, v in limits.items() if k == "nvidia.com/gpu" or k.startswith("rdma/")}
-    container["resources"] = {"limits": kept} if kept else {}
-    if "claims" in resources:
-        container["resources"]["claims"] = resources["claims"]
-    container.pop("args", None)
-    container.pop("volumeMounts", None)
-    container.update(image=TOOLBOX, imagePullPolicy="Never", command=["sh", "-c", script + STAY])
-
-
 def runnable_job(example, name, scheduler="volcano"):
     """The PyTorchJob of examples/EXAMPLE, renamed NAME, in the test namespace, with only what
     this machine cannot give taken out (module doc), and the other documents of the file."""
@@ -127,7 +113,8 @@ def runnable_job(example, name, scheduler="volcano"):
         spec["schedulerName"] = scheduler
         spec.pop("volumes", None)
         for container in spec["containers"]:
-            runnable_container(container, MASTER_SCRIPT if role == "Master" else WORKER_SCRIPT)
+            probe_container(container, MASTER_SCRIPT if role == "Master" else WORKER_SCRIPT,
+                            keep_gpus=True)
     return job, [d for d in docs if d is not job]
 
 
@@ -140,7 +127,7 @@ def runnable_jobset(example, name):
         spec = replicated["template"]["spec"]["template"]["spec"]
         spec.pop("volumes", None)
         for container in spec["containers"]:
-            runnable_container(container, JOBSET_SCRIPT)
+            probe_container(container, JOBSET_SCRIPT, keep_gpus=True)
     return jobset
 
 
@@ -200,9 +187,10 @@ class Jobs(ClusterTest):
         wait_until("the jobs' pods to go", lambda: not get("pods", namespace=NAMESPACE)["items"],
                    timeout=120)
 
-    def assert_nodes_own_settings(self, pods, fabric_nodes):
+    def assert_nodes_own_settings(self, pods, fabric_nodes, ib_timeout="22"):
         """Each pod on a node of FABRIC_NODES, the two on different nodes, each container with
-        its own node's kube-rdma settings."""
+        its own node's kube-rdma settings (and NCCL_IB_TIMEOUT, the policy's unless the job set
+        its own)."""
         nodes = {role: pod["spec"]["nodeName"] for role, (pod, _) in pods.items()}
         self.assertNotEqual(nodes["master"], nodes["worker"], nodes)
         for role, (pod, report) in pods.items():
@@ -215,7 +203,7 @@ class Jobs(ClusterTest):
                 self.assertEqual(report["conf"].get("NCCL_IB_HCA"), node["hca"])
                 self.assertEqual(report["conf"].get("NCCL_IB_GID_INDEX"), node["gid_index"])
                 self.assertEqual(report["env"].get("NCCL_SOCKET_IFNAME"), "eth0")
-                self.assertEqual(report["env"].get("NCCL_IB_TIMEOUT"), "22")
+                self.assertEqual(report["env"].get("NCCL_IB_TIMEOUT"), ib_timeout)
                 self.assertEqual(len([d for d in report["dev"] if "uverbs" in d]),
                                  node["devices"], report["dev"])
                 # The job's own value, and the training operator's rendezvous settings.
@@ -241,9 +229,17 @@ class Jobs(ClusterTest):
             self.assertTrue(int(allocatable[node].get("rdma/hca", "0")) > 0, allocatable[node])
 
     def test_the_guides_roce_job_on_two_nodes_of_different_hardware(self):
+        """pytorchjob-roce.yaml, with two NCCL values of the user's own in both replicas (the
+        guide's launcher sets NCCL_DEBUG=INFO; a timeout other than the policy's 22): they stay as
+        written on both nodes."""
         job, _ = runnable_job("pytorchjob-roce.yaml", "bert-large-nccl")
+        for replica in job["spec"]["pytorchReplicaSpecs"].values():
+            replica["template"]["spec"]["containers"][0]["env"] += [
+                {"name": "NCCL_DEBUG", "value": "INFO"}, {"name": "NCCL_IB_TIMEOUT", "value": "20"}]
         pods = run_job(job)
-        self.assert_nodes_own_settings(pods, {"a100-roce-0", "rocep-roce-1"})
+        self.assert_nodes_own_settings(pods, {"a100-roce-0", "rocep-roce-1"}, ib_timeout="20")
+        for _, report in pods.values():
+            self.assertEqual(report["env"].get("NCCL_DEBUG"), "INFO")
         self.assert_gang_scheduled(pods, "bert-large-nccl")
         assert_rendezvous(self, pods, "bert-large-nccl")
 

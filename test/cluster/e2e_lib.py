@@ -178,21 +178,23 @@ def attached_networks(pod_name):
 STAY = "\necho e2e-done; exec sleep 3600"
 
 
-def probe_container(container):
-    """An example's container made to print the PROBE in the toolbox image instead of training:
-    its name and env stay, and of its resources only what kube-rdma grants (rdma/ limits, DRA
-    claims); the CPUs, memory, GPUs, dataset mounts and arguments this small node lacks go."""
+def probe_container(container, script=None, keep_gpus=False):
+    """An example's container made to run SCRIPT (the PROBE) in the toolbox image instead of
+    training: its name and env stay, and of its resources only what kube-rdma grants (rdma/
+    limits, DRA claims) and, with keep_gpus, the nvidia.com/gpu limit; the CPUs, memory, GPUs,
+    dataset mounts and arguments this small node lacks go."""
     resources = container.get("resources", {})
     kept = {}
-    limits = {k: v for k, v in resources.get("limits", {}).items() if k.startswith("rdma/")}
+    limits = {k: v for k, v in resources.get("limits", {}).items()
+              if k.startswith("rdma/") or (keep_gpus and k == "nvidia.com/gpu")}
     if limits:
         kept["limits"] = limits
     if "claims" in resources:
         kept["claims"] = resources["claims"]
     for key in ("args", "volumeMounts"):
         container.pop(key, None)
-    container.update(image=TOOLBOX, imagePullPolicy="Never", command=["sh", "-c", PROBE + STAY],
-                     resources=kept)
+    container.update(image=TOOLBOX, imagePullPolicy="Never",
+                     command=["sh", "-c", (script or PROBE) + STAY], resources=kept)
 
 
 def runnable_here(spec):
