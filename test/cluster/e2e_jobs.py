@@ -28,66 +28,60 @@ from e2e_lib import (A100_GID_INDEX, A100_HCA, CAP_IPC_LOCK, NAMESPACE, PROBE, C
 
 # What each node's hardware gives (test/fixtures/gen_sysfs.py): its ACTIVE data ports and, on
 # RoCE, the index of its RoCE v2 IPv4 GIDs.
+IB_HDR8 = {"hca": "=" + ",".join(f"mlx5_{i}:1" for i in range(8)), "gid_index": None, "devices": 8}
 NODES = {
     "a100-roce-0": {"hca": A100_HCA, "gid_index": A100_GID_INDEX, "devices": 8},
     "rocep-roce-1": {"hca": "=" + ",".join(f"rocep{b}s0f0:1" for b in range(1, 5)),
                      "gid_index": "3", "devices": 4},
-    "ib-hdr8-2": {"hca": "=" + ",".join(f"mlx5_{i}:1" for i in range(8)), "gid_index": None,
-                  "devices": 8},
-    "ib-hdr8-3": {"hca": "=" + ",".join(f"mlx5_{i}:1" for i in range(8)), "gid_index": None,
-                  "devices": 8},
+    "ib-hdr8-2": IB_HDR8,
+    "ib-hdr8-3": IB_HDR8,
 }
 GPU_PRODUCT = "NVIDIA-A100-SXM4-80GB"
 
-# The Master serves its rendezvous port; the Worker resolves MASTER_ADDR and reads from it. What
-# torchrun's c10d rendezvous needs of the cluster: the name and the port, across nodes.
-MASTER_SCRIPT = PROBE + r"""
-echo "master_addr=$MASTER_ADDR"
-echo "rank=$RANK"
+# What torchrun's c10d rendezvous needs of the cluster, across nodes: a name that resolves to the
+# leader's pod and its port. `serve PORT` answers every connection with the pod's hostname;
+# `meet NAME FQDN PORT` prints the address FQDN resolves to and what the leader said on PORT of
+# NAME. busybox's nslookup asks a name with a dot in it as it is, without the search list
+# (glibc's resolver, torchrun's and nc's here, goes through it: ndots:5), and the cluster DNS
+# answers SERVFAIL for names outside the cluster; so it is given the whole name. Both wait up to
+# a minute: the leader's record exists once its pod has an address.
+RENDEZVOUS = PROBE + r"""
 echo "python_unbuffered=$PYTHONUNBUFFERED"
-(while true; do echo "hello-from-$HOSTNAME" | nc -l -p "$MASTER_PORT" >/dev/null 2>&1; done) &
-"""
-WORKER_SCRIPT = PROBE + r"""
-echo "master_addr=$MASTER_ADDR"
-echo "rank=$RANK"
-echo "python_unbuffered=$PYTHONUNBUFFERED"
-echo "master_ip=$(nslookup "$MASTER_ADDR" 2>/dev/null | awk '/^Name:/ { n = 1 } n && /^Address/ { print $NF; exit }')"
-for i in $(seq 60); do
-  said=$(nc -w 2 "$MASTER_ADDR" "$MASTER_PORT" </dev/null 2>/dev/null)
-  case "$said" in hello-from-*) echo "master_said=$said"; break ;; esac
-  sleep 1
-done
-"""
-
-
-# A JobSet's two pods share one template: pod 0 serves the rendezvous port of
-# examples/jobset-roce.yaml, pod 1 resolves pod 0's name under the JobSet's headless Service
-# and reads from it.
-JOBSET_SCRIPT = PROBE + r"""
-echo "rank=$JOB_COMPLETION_INDEX"
-echo "python_unbuffered=$PYTHONUNBUFFERED"
-leader="$JOBSET_NAME-workers-0-0.$JOBSET_NAME"
-if [ "$JOB_COMPLETION_INDEX" = 0 ]; then
-  (while true; do echo "hello-from-$HOSTNAME" | nc -l -p 29500 >/dev/null 2>&1; done) &
-else
-  echo "master_addr=$leader"
-  # Pod 0's record exists once its pod has an address: no init container waits for it here.
-  # busybox's nslookup asks a name with a dot in it as it is, without the search list (glibc's
-  # resolver, torchrun's and nc's here, goes through it: ndots:5), and the cluster DNS answers
-  # SERVFAIL for names outside the cluster; so it is given the whole name.
-  namespace=$(cat /var/run/secrets/kubernetes.io/serviceaccount/namespace)
+serve() { (while true; do echo "hello-from-$HOSTNAME" | nc -l -p "$1" >/dev/null 2>&1; done) & }
+meet() {
+  echo "master_addr=$1"
   for i in $(seq 60); do
-    ip=$(nslookup "$leader.$namespace.svc.cluster.local" 2>/dev/null |
-      awk '/^Name:/ { n = 1 } n && /^Address/ { print $NF; exit }')
+    ip=$(nslookup "$2" 2>/dev/null | awk '/^Name:/ { n = 1 } n && /^Address/ { print $NF; exit }')
     [ -n "$ip" ] && break
     sleep 1
   done
   echo "master_ip=$ip"
   for i in $(seq 60); do
-    said=$(nc -w 2 "$leader" 29500 </dev/null 2>/dev/null)
+    said=$(nc -w 2 "$1" "$3" </dev/null 2>/dev/null)
     case "$said" in hello-from-*) echo "master_said=$said"; break ;; esac
     sleep 1
   done
+}
+namespace=$(cat /var/run/secrets/kubernetes.io/serviceaccount/namespace)
+"""
+# A PyTorchJob: the operator's MASTER_ADDR (the Master's Service) and MASTER_PORT.
+MASTER_SCRIPT = RENDEZVOUS + r"""
+echo "rank=$RANK"
+serve "$MASTER_PORT"
+"""
+WORKER_SCRIPT = RENDEZVOUS + r"""
+echo "rank=$RANK"
+meet "$MASTER_ADDR" "$MASTER_ADDR.$namespace.svc.cluster.local" "$MASTER_PORT"
+"""
+# A JobSet's two pods share one template: pod 0 leads at examples/jobset-roce.yaml's rendezvous
+# endpoint, its name under the JobSet's headless Service.
+JOBSET_SCRIPT = RENDEZVOUS + r"""
+echo "rank=$JOB_COMPLETION_INDEX"
+leader="$JOBSET_NAME-workers-0-0.$JOBSET_NAME"
+if [ "$JOB_COMPLETION_INDEX" = 0 ]; then
+  serve 29500
+else
+  meet "$leader" "$leader.$namespace.svc.cluster.local" 29500
 fi
 """
 

@@ -30,8 +30,7 @@ GPUS = [f"gpu-{i}=pci0000:{'00' if i < 4 else '80'}" for i in range(8)]
 
 def start_fake_gpus_on_every_node():
     for node in NODES:
-        component = "fake-gpu-driver" if node == NODES[0] else f"fake-gpu-driver@{node}"
-        cluster("start", component, *[a for g in GPUS for a in ("--gpu", g)])
+        cluster("start", f"fake-gpu-driver@{node}", *[a for g in GPUS for a in ("--gpu", g)])
         kubectl("label", "node", node, "--overwrite", f"nvidia.com/gpu.product={GPU_PRODUCT}")
     wait_until("the fake GPU driver's slice of every node", lambda: sorted(
         s["spec"]["nodeName"] for s in get("resourceslices")["items"]
@@ -48,7 +47,7 @@ class DraJobs(ClusterTest):
     @classmethod
     def tearDownClass(cls):
         for node in NODES:
-            cluster("stop", "fake-gpu-driver" if node == NODES[0] else f"fake-gpu-driver@{node}")
+            cluster("stop", f"fake-gpu-driver@{node}")
         super().tearDownClass()
 
     def test_the_guides_dra_job_on_two_nodes(self):
