@@ -3,11 +3,13 @@
 # kube-rdma installed as an operator installs it, for the end-to-end tests and the demo
 # (docs/cluster.md).
 #
-#   scripts/cluster.sh up [--driver device-plugin|dra] [--install kustomize|helm]
+#   scripts/cluster.sh up [--driver device-plugin|dra|mixed] [--install kustomize|helm]
 #                         [--nodes N|KIND,KIND...] [--operators]
 #                                     start it, kube-rdma installed from test/cluster/overlays/
 #                                     (kustomize, the default) or from manifests/helm/kube-rdma
-#                                     with test/cluster/chart-values/ (helm), on N nodes (1, the
+#                                     with test/cluster/chart-values/ (helm); mixed: the device
+#                                     plugin on the first node, the DRA driver on the others
+#                                     (kustomize only); on N nodes (1, the
 #                                     default, to 8) or on nodes of the KINDs named (a100, rocep,
 #                                     ib), with the Kubeflow training operator, Volcano and JobSet
 #                                     (--operators); the last line printed is
@@ -15,6 +17,7 @@
 #   scripts/cluster.sh down                              stop everything it started
 #   scripts/cluster.sh stop|start COMPONENT[@NODE]       one component (kubelet, containerd, ...)
 #                                                        of the first node, or of NODE
+#   scripts/cluster.sh kill COMPONENT[@NODE]             the same stopped with SIGKILL
 #   scripts/cluster.sh status                            what runs
 #
 # Each node is a bundled fixture: its sysfs tree (test/fixtures/gen_sysfs.py) stands in for /sys
@@ -483,7 +486,7 @@ up() {
     case "$1" in
       --driver)
         driver=${2:-}
-        shift 2 || die "--driver needs device-plugin or dra"
+        shift 2 || die "--driver needs device-plugin, dra or mixed"
         ;;
       --install)
         installer=${2:-}
@@ -497,7 +500,7 @@ up() {
         operators=true
         shift
         ;;
-      *) die "unknown option '$1' (up [--driver device-plugin|dra] [--install kustomize|helm] [--nodes N] [--operators])" ;;
+      *) die "unknown option '$1' (up [--driver device-plugin|dra|mixed] [--install kustomize|helm] [--nodes N] [--operators])" ;;
     esac
   done
   local kinds kind
@@ -512,8 +515,11 @@ up() {
   done
   # Eight: the nodes' pod ranges, 10.88.0.0/16 to 10.95.0.0/16, fill cluster_pod_cidr.
   ((${#kinds[@]} >= 1 && ${#kinds[@]} <= 8)) || die "--nodes: 1 to 8 nodes, not '$nodes'"
-  [[ $driver == device-plugin || $driver == dra ]] || die "--driver is device-plugin or dra, not '$driver'"
+  [[ $driver == device-plugin || $driver == dra || $driver == mixed ]] ||
+    die "--driver is device-plugin, dra or mixed, not '$driver'"
   [[ $installer == kustomize || $installer == helm ]] || die "--install is kustomize or helm, not '$installer'"
+  [[ $driver == mixed && $installer == helm ]] && die "--driver mixed is installed by kustomize only"
+  [[ $driver == mixed && ${#kinds[@]} -lt 2 ]] && die "--driver mixed needs at least two nodes"
   [[ $(id -u) == 0 ]] || die "up needs root (namespaces, mounts, cgroups, mknod)"
   use_node 0
   running namespace && die "a cluster is already up in $state (scripts/cluster.sh down first)"
@@ -566,7 +572,8 @@ up() {
     use_node "$k"
     wait_for 60 "node $node_name to be Ready" \
       kubectl wait --for=condition=Ready "node/$node_name" --timeout=1s
-    kubectl label node "$node_name" kube-rdma.io/rdma-node=true >/dev/null
+    kubectl label node "$node_name" kube-rdma.io/rdma-node=true \
+      "kube-rdma.io/e2e-driver=$(node_driver "$driver")" >/dev/null
   done
   kubectl apply -f "$repo/test/cluster/coredns/coredns.yaml" >/dev/null
 
@@ -739,6 +746,18 @@ start_jobset() {
     kubectl create -f - >/dev/null
 }
 
+# The driver of the current node (use_node) in a cluster installed with DRIVER: under mixed, the
+# device plugin on the first node and the DRA driver on the others.
+node_driver() { # DRIVER
+  if [[ $1 != mixed ]]; then
+    echo "$1"
+  elif ((node == 0)); then
+    echo device-plugin
+  else
+    echo dra
+  fi
+}
+
 install_kube_rdma() { # DRIVER INSTALLER
   # The webhook's serving certificate, as the static-certs overlay's instructions say.
   local certs=$repo/manifests/overlays/static-certs/certs
@@ -755,16 +774,15 @@ install_kube_rdma() { # DRIVER INSTALLER
   else
     kubectl apply -k "$repo/test/cluster/overlays/$1" >"$state/logs/apply.log"
   fi
-  local daemonset=rdma-device-plugin
-  [[ $1 == dra ]] && daemonset=rdma-dra-driver
-  kubectl -n kube-rdma rollout status "daemonset/$daemonset" --timeout=120s >&2
+  [[ $1 == dra ]] || kubectl -n kube-rdma rollout status daemonset/rdma-device-plugin --timeout=120s >&2
+  [[ $1 == device-plugin ]] || kubectl -n kube-rdma rollout status daemonset/rdma-dra-driver --timeout=120s >&2
   kubectl -n kube-rdma rollout status deployment/rdma-webhook --timeout=120s >&2
   # Up means usable: every node offers its RDMA ports (the kubelet reports a device plugin's
   # resources with its next node status; the DRA driver publishes its slice).
   local k
   for ((k = 0; k < $(node_count); k++)); do
     use_node "$k"
-    if [[ $1 == dra ]]; then
+    if [[ $(node_driver "$1") == dra ]]; then
       wait_for 60 "the DRA driver's ResourceSlice of $node_name" has_output kubectl get resourceslices \
         --field-selector "spec.driver=rdma.kube-rdma.io,spec.nodeName=$node_name" -o name
     else
@@ -867,6 +885,7 @@ component() { # stop|start NAME[@NODE] [ARGS]
   if [[ $2 == *@* ]]; then node_index "${2#*@}"; else use_node 0; fi
   case "$1:${2%@*}" in
     stop:*) stop_daemon "${2%@*}$tag" ;;
+    kill:*) stop_daemon "${2%@*}$tag" KILL ;;
     # The end-to-end tests' stand-in for a GPU driver (test/cluster/fake-gpu-driver).
     start:fake-gpu-driver)
       start_daemon fake-gpu-driver fake-gpu-driver --node-name "$node_name" \
@@ -887,7 +906,7 @@ case "${1:-}" in
     ;;
   down) down ;;
   status) status ;;
-  stop | start)
+  stop | start | kill)
     [[ $# -ge 2 ]] || die "usage: $1 COMPONENT"
     component "$@"
     ;;
@@ -896,5 +915,5 @@ case "${1:-}" in
     use_node "$3"
     namespace_init
     ;;
-  *) sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//' >&2 && exit 2 ;;
+  *) sed -n '2,38p' "$0" | sed 's/^# \{0,1\}//' >&2 && exit 2 ;;
 esac
