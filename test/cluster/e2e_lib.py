@@ -92,25 +92,27 @@ GPU_CLASS = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
              "spec": {"selectors": [{"cel": {"expression": "device.driver == 'gpu.nvidia.com'"}}]}}
 
 
-def start_fake_gpus(gpus):
-    """The fake GPU driver with GPUs NAME=PCIE_ROOT, once its slice is published (a pod created
-    before would wait for the scheduler's next retry)."""
-    cluster("start", "fake-gpu-driver", *[a for g in gpus for a in ("--gpu", g)])
+def start_fake_gpus(gpus, node=None):
+    """The fake GPU driver with GPUs NAME=PCIE_ROOT on the first node or NODE, once its slice is
+    published (a pod created before would wait for the scheduler's next retry)."""
+    cluster("start", "fake-gpu-driver" + (f"@{node}" if node else ""),
+            *[a for g in gpus for a in ("--gpu", g)])
     wait_until("the fake GPU driver's slice", lambda: [
         s for s in get("resourceslices")["items"] if s["spec"]["driver"] == "gpu.nvidia.com"])
 
 
-def in_node_command(*command):
-    """The command, to run in the cluster's namespaces (the node's view of its files and its
-    network)."""
-    with open(os.path.join(STATE, "pids", "namespace")) as f:
+def in_node_command(*command, node=None):
+    """The command, to run in the namespaces of the first node (the control plane's) or of NODE
+    (the node's view of its files and its network)."""
+    with open(os.path.join(STATE, "pids", "namespace" + (f"@{node}" if node else ""))) as f:
         holder = f.read().strip()
     return ["nsenter", "--target", holder, "--mount", "--net", "--", *command]
 
 
-def in_node(*command):
-    """Runs a command in the cluster's namespaces."""
-    return subprocess.run(in_node_command(*command), capture_output=True, text=True, check=False)
+def in_node(*command, node=None):
+    """Runs a command in the namespaces of the first node or of NODE."""
+    return subprocess.run(in_node_command(*command, node=node), capture_output=True, text=True,
+                          check=False)
 
 
 def rail_networks(rails=range(1, 9), addresses=None, name="rail"):

@@ -1,4 +1,4 @@
-"""Pod start as a user feels it, on the real one-node cluster: from `kubectl create` starting to
+"""Pod start as a user feels it, on the real cluster: from `kubectl create` starting to
 the pod's Ready condition arriving on a watch, for a pod that asks for RDMA beside the same pod
 without it, created alternately, one at a time. The RDMA pod goes through everything kube-rdma
 adds: the webhook's mutation, the scheduler's fit of the extended resource (or the claim), the
@@ -8,7 +8,10 @@ without RDMA; under the DRA driver a pod with a claim of one fake GPU from the f
 (test/cluster/fake-gpu-driver), so that Kubernetes' own claim handling is on both sides.
 
     scripts/cluster.sh up [--driver dra] && export KUBECONFIG=/var/tmp/kube-rdma-cluster/kubeconfig
-    /usr/bin/python3 test/cluster/pod_start.py --rounds 20 [--driver dra]
+    /usr/bin/python3 test/cluster/pod_start.py --rounds 20 [--driver dra] [--node NAME]
+
+--node puts both kinds of pod (and the fake GPU driver) on that node of a cluster of several
+(not the burst's pods).
 
 Prints one line per kind (p50 / p90 / max) and the difference of the medians; BENCHMARKS.md
 records it.
@@ -83,12 +86,16 @@ def claim_pod(name, template):
     return pod
 
 
-def pod_of(kind, name, driver):
+def pod_of(kind, name, driver, node=None):
     if driver == "dra":
-        return claim_pod(name, "one-port" if kind == "rdma" else "one-gpu")
-    if kind == "rdma":
-        return toolbox_pod(name, "true", limits={"rdma/shared": "1"})
-    return toolbox_pod(name, "true")
+        pod = claim_pod(name, "one-port" if kind == "rdma" else "one-gpu")
+    elif kind == "rdma":
+        pod = toolbox_pod(name, "true", limits={"rdma/shared": "1"})
+    else:
+        pod = toolbox_pod(name, "true")
+    if node:
+        pod["spec"]["nodeSelector"] = {"kubernetes.io/hostname": node}
+    return pod
 
 
 def metric_totals(text, name, labels_wanted=()):
@@ -166,6 +173,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--driver", choices=["device-plugin", "dra"], default="device-plugin")
+    parser.add_argument("--node", help="the node of every pod (default: the scheduler's choice)")
     parser.add_argument("--burst", type=int, default=0,
                         help="create this many RDMA pods at once instead")
     args = parser.parse_args()
@@ -177,7 +185,7 @@ def main():
     reference = "plain"
     if args.driver == "dra":
         reference = "gpu"
-        start_fake_gpus(["gpu-0=pci0000:f0"])
+        start_fake_gpus(["gpu-0=pci0000:f0"], args.node)
         kubectl("apply", "-f", "-", stdin=json.dumps(GPU_CLASS))
         for template in (one_device_template("one-port", "roce.rdma.kube-rdma.io"),
                          one_device_template("one-gpu", "gpu.nvidia.com")):
@@ -193,7 +201,7 @@ def main():
         kubectl("delete", "namespace", NAMESPACE, "--ignore-not-found", "--wait=true",
                 timeout=300)
         if args.driver == "dra":
-            cluster("stop", "fake-gpu-driver")
+            cluster("stop", "fake-gpu-driver" + (f"@{args.node}" if args.node else ""))
 
 
 def alternate(args, watch, reference):
@@ -203,7 +211,7 @@ def alternate(args, watch, reference):
         order = [reference, "rdma"] if i % 2 == 0 else ["rdma", reference]
         for kind in order:
             name = f"{kind}-{i + 1}"
-            pod = pod_of(kind, name, args.driver)
+            pod = pod_of(kind, name, args.driver, args.node)
             created = time.monotonic()  # kubectl's start, and the admission, included
             create(pod)
             ready = watch.wait(name)

@@ -3,9 +3,9 @@
 # cluster up as SUITE needs it, runs test/cluster/e2e_<suite>.py and takes the cluster down
 # again, also when a test fails. ctest runs it (label "cluster", test/cluster/CMakeLists.txt); by
 # hand:
-#   test/cluster/run-e2e.sh device-plugin|dra|jobs|jobs-dra build
+#   test/cluster/run-e2e.sh device-plugin|dra|jobs|jobs-dra|churn build
 set -euo pipefail
-usage="usage: run-e2e.sh device-plugin|dra|jobs|jobs-dra BUILD_DIR"
+usage="usage: run-e2e.sh device-plugin|dra|jobs|jobs-dra|churn BUILD_DIR"
 suite=${1:?$usage}
 build_dir=$(cd "${2:?$usage}" && pwd)
 repo=$(cd "$(dirname "$0")/../.." && pwd)
@@ -13,11 +13,13 @@ repo=$(cd "$(dirname "$0")/../.." && pwd)
 # with kustomize. The two renders are equal (test/manifests/chart_equals_overlays.py), so each
 # installer runs for real without another cluster. The jobs suites run the training operator's
 # jobs: the device plugin's on four nodes of three kinds of hardware, the DRA job on two A100s.
+# The churn suite has both drivers, each on a node of its own (KUBE_RDMA_CHURN_SECONDS: how long).
 case $suite in
   device-plugin) up=(--driver device-plugin --install kustomize) ;;
   dra) up=(--driver dra --install helm) ;;
   jobs) up=(--driver device-plugin --install kustomize --nodes 4 --operators) ;;
   jobs-dra) up=(--driver dra --install kustomize --nodes a100,a100 --operators) ;;
+  churn) up=(--driver mixed --install kustomize --nodes a100,rocep) ;;
   *)
     echo "$usage" >&2
     exit 2
