@@ -316,6 +316,8 @@ Result<PluginConfig> parsePluginConfig(const std::string& json_text) {
   config.resend_interval_seconds =
       static_cast<uint32_t>(root.optionalInt("resendIntervalSeconds", 1, 3600, 30));
   config.health_poll_ms = static_cast<uint32_t>(root.optionalInt("healthPollMs", 50, 10000, 500));
+  config.unused_rdma_after_seconds =
+      static_cast<uint32_t>(root.optionalInt("unusedRdmaAfterSeconds", 0, 86400, 900));
   config.memlock.limit = readMemlockLimit(root, "memlock", config.memlock.limit);
   readHostPath(root, "memlockHookPath", config.memlock.hook_path);
   readHostPath(root, "memlockLogFile", config.memlock.log_file);

@@ -142,14 +142,15 @@ NcclEnvAdjuster::operator()(const nriapi::CreateContainerRequest& request) {
 std::unique_ptr<NriPlugin> startNcclEnvPlugin(const std::string& socket,
                                               NcclEnvAdjusterOptions options,
                                               MetricsRegistry& metrics, Logger& log,
-                                              PodWarningSink warn) {
+                                              PodWarningSink warn, PodSeenHandler on_pod) {
   if (socket.empty()) {
     return nullptr;
   }
   NriPluginOptions plugin_options;
   plugin_options.socket_path = socket;
   auto plugin = std::make_unique<NriPlugin>(
-      plugin_options, NcclEnvAdjuster(std::move(options), metrics, log, std::move(warn)), log);
+      plugin_options, NcclEnvAdjuster(std::move(options), metrics, log, std::move(warn)), log,
+      std::move(on_pod));
   plugin->start();
   return plugin;
 }

@@ -62,10 +62,11 @@ private:
 };
 
 // The node daemons' NRI plugin: an NcclEnvAdjuster behind an NriPlugin on `socket`, started;
-// nullptr when `socket` is empty (NRI off).
+// nullptr when `socket` is empty (NRI off). `on_pod` hears of every pod the runtime names.
 std::unique_ptr<NriPlugin> startNcclEnvPlugin(const std::string& socket,
                                               NcclEnvAdjusterOptions options,
                                               MetricsRegistry& metrics, Logger& log,
-                                              PodWarningSink warn = nullptr);
+                                              PodWarningSink warn = nullptr,
+                                              PodSeenHandler on_pod = nullptr);
 
 } // namespace kube_rdma

@@ -49,9 +49,10 @@ Status writeAll(int fd, std::string_view bytes) {
 
 } // namespace
 
-NriPlugin::NriPlugin(NriPluginOptions options, CreateContainerHandler handler, Logger& log)
-    : options_(std::move(options)), handler_(std::move(handler)), log_(log),
-      stop_fd_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
+NriPlugin::NriPlugin(NriPluginOptions options, CreateContainerHandler handler, Logger& log,
+                     PodSeenHandler on_pod)
+    : options_(std::move(options)), handler_(std::move(handler)), on_pod_(std::move(on_pod)),
+      log_(log), stop_fd_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
 
 NriPlugin::~NriPlugin() {
   stop();
@@ -102,7 +103,7 @@ void NriPlugin::run() {
 }
 
 Status NriPlugin::serve(int socket, bool& configured) {
-  NriSession session(options_.name, options_.index, handler_);
+  NriSession session(options_.name, options_.index, handler_, on_pod_);
   if (auto sent = writeAll(socket, session.registration()); !sent) {
     return sent;
   }

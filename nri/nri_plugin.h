@@ -24,7 +24,8 @@ struct NriPluginOptions {
 
 class NriPlugin {
 public:
-  NriPlugin(NriPluginOptions options, CreateContainerHandler handler, Logger& log);
+  NriPlugin(NriPluginOptions options, CreateContainerHandler handler, Logger& log,
+            PodSeenHandler on_pod = nullptr);
   ~NriPlugin();
   NriPlugin(const NriPlugin&) = delete;
   NriPlugin& operator=(const NriPlugin&) = delete;
@@ -43,6 +44,7 @@ private:
 
   NriPluginOptions options_;
   CreateContainerHandler handler_;
+  PodSeenHandler on_pod_;
   Logger& log_;
   int stop_fd_ = -1;
   std::thread thread_;

@@ -1,5 +1,6 @@
 #include "nri/nri_session.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "ttrpc/request.pb.h"
@@ -31,9 +32,9 @@ TtrpcMessage responseTo(const TtrpcMessage& request, int code, const std::string
 } // namespace
 
 NriSession::NriSession(std::string plugin_name, std::string plugin_index,
-                       CreateContainerHandler handler)
+                       CreateContainerHandler handler, PodSeenHandler on_pod)
     : plugin_name_(std::move(plugin_name)), plugin_index_(std::move(plugin_index)),
-      handler_(std::move(handler)) {}
+      handler_(std::move(handler)), on_pod_(std::move(on_pod)) {}
 
 std::string NriSession::registration() const {
   nriapi::RegisterPluginRequest registration;
@@ -111,7 +112,11 @@ Result<std::string> NriSession::answerRuntimeCall(const TtrpcMessage& message) {
     // The containers that already run keep what they have; only new ones are adjusted.
     nriapi::SynchronizeRequest sync;
     nriapi::SynchronizeResponse reply;
-    reply.set_more(sync.ParseFromString(request.payload()) && sync.more());
+    const bool parsed = sync.ParseFromString(request.payload());
+    reply.set_more(parsed && sync.more());
+    if (parsed && on_pod_) {
+      std::ranges::for_each(sync.pods(), on_pod_);
+    }
     return encodeTtrpcFrame(responseTo(message, 0, "", reply.SerializeAsString()));
   }
   if (method == "CreateContainer") {
@@ -119,6 +124,9 @@ Result<std::string> NriSession::answerRuntimeCall(const TtrpcMessage& message) {
     nriapi::CreateContainerRequest create;
     nriapi::CreateContainerResponse reply;
     if (create.ParseFromString(request.payload())) {
+      if (on_pod_) {
+        on_pod_(create.pod());
+      }
       *reply.mutable_adjust() = handler_(create);
     }
     return encodeTtrpcFrame(responseTo(message, 0, "", reply.SerializeAsString()));

@@ -22,10 +22,13 @@ namespace nriapi = nri::pkg::api::v1alpha1;
 // answers CreateContainer with an error, so trouble is an empty adjustment (and a log line).
 using CreateContainerHandler =
     std::function<nriapi::ContainerAdjustment(const nriapi::CreateContainerRequest&)>;
+// Called with each pod the runtime names: those of Synchronize, and the pod of each container.
+using PodSeenHandler = std::function<void(const nriapi::PodSandbox&)>;
 
 class NriSession {
 public:
-  NriSession(std::string plugin_name, std::string plugin_index, CreateContainerHandler handler);
+  NriSession(std::string plugin_name, std::string plugin_index, CreateContainerHandler handler,
+             PodSeenHandler on_pod = nullptr);
 
   // The first bytes to write: RegisterPlugin on the runtime's service.
   std::string registration() const;
@@ -46,6 +49,7 @@ private:
   std::string plugin_name_;
   std::string plugin_index_;
   CreateContainerHandler handler_;
+  PodSeenHandler on_pod_;
   TtrpcFrameDecoder decoder_;
   std::string runtime_;
 };

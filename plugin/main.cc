@@ -16,7 +16,9 @@
 #include "http/metrics_server.h"
 #include "kubeclient/pod_events.h"
 #include "nri/nccl_env_adjuster.h"
+#include "nri/pod_directory.h"
 #include "plugin/plugin_manager.h"
+#include "plugin/unused_rdma.h"
 
 int main(int argc, char** argv) {
   using namespace kube_rdma;
@@ -56,8 +58,19 @@ int main(int argc, char** argv) {
                        logger);
     warn = [&pod_events](const PodWarning& warning) { pod_events->warn(warning); };
   }
-  const auto nri = startNcclEnvPlugin(flags->nri_socket, {flags->sysfs_root, flags->host_proc_root},
-                                      metrics, logger, warn);
+  // The runtime names each pod's UID to the NRI plugin: what an event about a pod that holds
+  // RDMA ports and does not use them needs (PodResources gives names only).
+  PodDirectory pods;
+  const auto nri =
+      startNcclEnvPlugin(flags->nri_socket, {flags->sysfs_root, flags->host_proc_root}, metrics,
+                         logger, warn, [&pods](const nriapi::PodSandbox& pod) {
+                           pods.remember(pod.namespace_(), pod.name(), pod.uid());
+                         });
+  UnusedRdmaWatcher unused_rdma(
+      std::make_shared<RealClock>(), [&manager] { return manager.unusedRdmaSample(); },
+      [&pods](const std::string& ns, const std::string& name) { return pods.uid(ns, name); }, warn,
+      metrics, logger);
+  unused_rdma.start();
   const LivenessWatchdog liveness([&manager] { return manager.healthz(); }, kLivenessPeriod,
                                   kLivenessGrace, logAndExit(logger));
   MetricsServerPtr metrics_server;

@@ -559,6 +559,33 @@ std::string PluginManager::renderMetrics() const {
   return metrics_.render() + renderScraped(scraped);
 }
 
+UnusedRdmaWatcher::Sample PluginManager::unusedRdmaSample() const {
+  UnusedRdmaWatcher::Sample sample;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    sample.after = std::chrono::seconds(config_.unused_rdma_after_seconds);
+  }
+  if (sample.after.count() == 0) {
+    return sample;
+  }
+  const auto held = pod_resources_.read(); // outside the lock, as in renderMetrics
+  if (!held) {
+    return sample;
+  }
+  std::vector<NodePool> pools;
+  std::shared_ptr<const NodeTopology> topology;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& [name, pool] : pools_) {
+      pools.push_back(pool.manager->pool());
+    }
+    topology = topology_;
+  }
+  sample.pods =
+      podPortTraffic(*held, pools, *topology, readPortCounters(flags_.sysfs_root, *topology));
+  return sample;
+}
+
 Result<std::string> PluginManager::healthz() const {
   std::lock_guard<std::mutex> lock(mutex_);
   for (const auto& [name, pool] : pools_) {

@@ -21,6 +21,7 @@
 #include "common/nfd_feature_writer.h"
 #include "plugin/pool_resource_manager.h"
 #include "plugin/state_writer.h"
+#include "plugin/unused_rdma.h"
 #include "rpc/grpc_socket_server.h"
 #include "rpc/plugin_watcher_registration.h"
 #include "rpc/pod_resources_client.h"
@@ -52,6 +53,9 @@ public:
 
   std::string renderMetrics() const;
   Result<std::string> healthz() const;
+  // What UnusedRdmaWatcher needs: the config's unusedRdmaAfterSeconds and, unless that is 0, each
+  // pod's ports (PodResources) and their data counters now.
+  UnusedRdmaWatcher::Sample unusedRdmaSample() const;
 
 private:
   struct Pool {
@@ -100,7 +104,8 @@ private:
   MetricsRegistry& metrics_;
   const RegistrationMode mode_;
   const StateWriter state_;
-  mutable PodResourcesReader pod_resources_; // which pod holds which ID, read at each scrape
+  // Which pod holds which ID: read at each scrape and by unusedRdmaSample.
+  mutable PodResourcesReader pod_resources_;
   std::unique_ptr<HealthWatcher> health_;
   // Only the event loop's thread uses them (in writeFiles), so they need no lock.
   std::unique_ptr<NfdFeatureWriter> nfd_;

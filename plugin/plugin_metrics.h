@@ -17,7 +17,12 @@ inline constexpr MetricFamily kListAndWatchSends{"kube_rdma_plugin_list_and_watc
                                                  "Device lists sent to the kubelet."};
 inline constexpr MetricFamily kPodResourcesErrors{
     "kube_rdma_plugin_pod_resources_errors_total",
-    "Scrapes whose PodResources List failed (kube_rdma_pod_port_info left out)."};
+    "PodResources List calls that failed (a scrape's kube_rdma_pod_port_info or a round of the "
+    "unused-RDMA check left out)."};
+inline constexpr MetricFamily kPodRdmaUnused{
+    "kube_rdma_pod_rdma_unused",
+    "1 for each pod that has held RDMA ports for unusedRdmaAfterSeconds without their data "
+    "counters moving (granted RDMA, not using it), while it holds them."};
 // The port counters, one family per counter file: plugin/port_counters.h; the ports each
 // container holds: plugin/pod_ports.h.
 

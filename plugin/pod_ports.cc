@@ -8,8 +8,8 @@
 namespace kube_rdma {
 namespace {
 
-std::vector<HcaPort> portsOf(const NodePool& pool, const NodeTopology& topology,
-                             const std::vector<std::string>& ids) {
+std::vector<HcaPort> portsOfPool(const NodePool& pool, const NodeTopology& topology,
+                                 const std::vector<std::string>& ids) {
   std::vector<HcaPort> ports;
   for (const auto& hca : pool.hcas) {
     const RdmaDevice* device = topology.findDevice(hca.device);
@@ -24,22 +24,39 @@ std::vector<HcaPort> portsOf(const NodePool& pool, const NodeTopology& topology,
   return ports;
 }
 
+// Calls visit(pool, port) for each port of `pools` that `container` holds.
+template <typename Visit>
+void forEachPortHeld(const ContainerHoldings& container, const std::vector<NodePool>& pools,
+                     const NodeTopology& topology, Visit visit) {
+  for (const auto& pool : pools) {
+    const auto ids = container.device_ids.find(pool.spec.resource_name);
+    if (ids == container.device_ids.end()) {
+      continue;
+    }
+    for (const auto& port : portsOfPool(pool, topology, ids->second)) {
+      visit(pool, port);
+    }
+  }
+}
+
 } // namespace
+
+std::vector<HcaPort> portsHeld(const ContainerHoldings& container,
+                               const std::vector<NodePool>& pools, const NodeTopology& topology) {
+  std::vector<HcaPort> ports;
+  forEachPortHeld(container, pools, topology,
+                  [&](const NodePool&, const HcaPort& port) { ports.push_back(port); });
+  return ports;
+}
 
 ScrapedFamily podPortFamily(const std::vector<ContainerHoldings>& held,
                             const std::vector<NodePool>& pools, const NodeTopology& topology) {
   ScrapedFamily family = podPortInfoFamily();
   for (const auto& container : held) {
-    for (const auto& pool : pools) {
-      const auto ids = container.device_ids.find(pool.spec.resource_name);
-      if (ids == container.device_ids.end()) {
-        continue;
-      }
-      for (const auto& port : portsOf(pool, topology, ids->second)) {
-        family.samples.push_back(
-            {podPortLabels(container, {"resource", pool.spec.resource_name}, port), 1});
-      }
-    }
+    forEachPortHeld(container, pools, topology, [&](const NodePool& pool, const HcaPort& port) {
+      family.samples.push_back(
+          {podPortLabels(container, {"resource", pool.spec.resource_name}, port), 1});
+    });
   }
   return family;
 }

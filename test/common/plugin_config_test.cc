@@ -32,11 +32,14 @@ TEST(ParsePluginConfig, EmptyObjectAndPoolsLeftOutGiveTheDefaults) {
   auto c = parse("{}");
   ASSERT_TRUE(c.ok()) << c.error().message;
   EXPECT_EQ(*c, defaultPluginConfig());
-  auto tuned = parse(R"({"resendIntervalSeconds": 5, "healthPollMs": 200})");
+  EXPECT_EQ(c->unused_rdma_after_seconds, 900u);
+  auto tuned =
+      parse(R"({"resendIntervalSeconds": 5, "healthPollMs": 200, "unusedRdmaAfterSeconds": 0})");
   ASSERT_TRUE(tuned.ok()) << tuned.error().message;
   EXPECT_EQ(tuned->pools, defaultPluginConfig().pools);
   EXPECT_EQ(tuned->resend_interval_seconds, 5u);
   EXPECT_EQ(tuned->health_poll_ms, 200u);
+  EXPECT_EQ(tuned->unused_rdma_after_seconds, 0u);
 }
 
 TEST(ParsePluginConfig, ReadsEveryKey) {
@@ -202,6 +205,8 @@ INSTANTIATE_TEST_SUITE_P(
                 "$.pools[0].nccl.env.NCCL_IB_TIMEOUT: expected a string, got 22"},
         BadCase{"resend_zero", R"({"resendIntervalSeconds":0})",
                 "$.resendIntervalSeconds: expected an integer from 1 to 3600, got 0"},
+        BadCase{"unused_rdma_after", R"({"unusedRdmaAfterSeconds":-1})",
+                "$.unusedRdmaAfterSeconds: expected an integer from 0 to 86400, got -1"},
         BadCase{"health_poll", R"({"healthPollMs":"fast"})",
                 "$.healthPollMs: expected an integer, got \"fast\""},
         BadCase{"version", R"({"version":"v2"})", R"($.version: expected one of "v1", got "v2")"},

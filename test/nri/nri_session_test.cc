@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "ttrpc/request.pb.h"
 
@@ -91,6 +92,30 @@ TEST(NriSession, AsksForCreateContainerOnlyAndAnswersIt) {
   ASSERT_TRUE(adjusted.ParseFromString(created.payload()));
   ASSERT_EQ(adjusted.adjust().env_size(), 1);
   EXPECT_EQ(adjusted.adjust().env(0).value(), "7");
+}
+
+TEST(NriSession, TellsOfEveryPodTheRuntimeNames) {
+  std::vector<std::string> seen;
+  NriSession session("kube-rdma", "90", setsGidIndex, [&seen](const nriapi::PodSandbox& pod) {
+    seen.push_back(pod.namespace_() + "/" + pod.name() + " " + pod.uid());
+  });
+  nriapi::SynchronizeRequest sync;
+  for (const char* name : {"worker-0", "worker-1"}) {
+    auto* pod = sync.add_pods();
+    pod->set_namespace_("training");
+    pod->set_name(name);
+    pod->set_uid(std::string("uid-") + name);
+  }
+  ASSERT_TRUE(session.receive(call(3, "Synchronize", sync.SerializeAsString())).ok());
+  nriapi::CreateContainerRequest create;
+  create.mutable_pod()->set_namespace_("training");
+  create.mutable_pod()->set_name("master-0");
+  create.mutable_pod()->set_uid("uid-master-0");
+  create.mutable_container()->set_id("c1");
+  ASSERT_TRUE(session.receive(call(5, "CreateContainer", create.SerializeAsString())).ok());
+  EXPECT_EQ(seen, (std::vector<std::string>{"training/worker-0 uid-worker-0",
+                                            "training/worker-1 uid-worker-1",
+                                            "training/master-0 uid-master-0"}));
 }
 
 TEST(NriSession, ABadCreateContainerIsNoAdjustmentNeverAnError) {

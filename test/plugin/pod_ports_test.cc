@@ -7,33 +7,13 @@
 #include <algorithm>
 #include <sstream>
 
-#include "common/sysfs_discovery.h"
 #include "plugin/pool_resource_manager.h"
 #include "podresources/v1/api.grpc.pb.h"
+#include "test/fakes/a100_pools.h"
 #include "test/plugin/temp_dir.h"
 
 namespace kube_rdma {
 namespace {
-
-const std::string kA100 = std::string(KUBE_RDMA_FIXTURES) + "/a100-roce";
-
-const NodeTopology& a100() {
-  static const NodeTopology topology = discoverFromSysfs({kA100 + "/sys", kA100 + "/proc"});
-  return topology;
-}
-
-NodePool rdmaShared(PoolMode mode) {
-  PluginConfig config = defaultPluginConfig();
-  for (auto& spec : config.pools) {
-    spec.mode = mode;
-  }
-  for (auto& pool : buildPools(a100(), config)) {
-    if (pool.spec.resource_name == "rdma/shared") {
-      return pool;
-    }
-  }
-  return {};
-}
 
 // (pod, device:port) of each sample, in order.
 std::vector<std::string> samples(const ScrapedFamily& family) {
@@ -50,7 +30,7 @@ std::vector<std::string> samples(const ScrapedFamily& family) {
 TEST(PodPortFamily, AnIdOfASharedPoolStandsForEveryPortOfIt) {
   const ScrapedFamily family =
       podPortFamily({{"training", "worker-0", "pytorch", {{"rdma/shared", {"17"}}}, {}}},
-                    {rdmaShared(PoolMode::kShared)}, a100());
+                    {a100SharedPool(PoolMode::kShared)}, a100Topology());
   EXPECT_EQ(family.name, "kube_rdma_pod_port_info");
   EXPECT_EQ(family.type, MetricType::kGauge);
   std::vector<std::string> expected;
@@ -61,14 +41,14 @@ TEST(PodPortFamily, AnIdOfASharedPoolStandsForEveryPortOfIt) {
 }
 
 TEST(PodPortFamily, AnIdOfAnExclusivePoolIsItsHcasPorts) {
-  const NodePool pool = rdmaShared(PoolMode::kExclusive);
-  const std::string mlx5_3 = exclusiveId(*a100().findDevice("mlx5_3"));
-  const std::string mlx5_7 = exclusiveId(*a100().findDevice("mlx5_7"));
+  const NodePool pool = a100SharedPool(PoolMode::kExclusive);
+  const std::string mlx5_3 = exclusiveId(*a100Topology().findDevice("mlx5_3"));
+  const std::string mlx5_7 = exclusiveId(*a100Topology().findDevice("mlx5_7"));
   ASSERT_NE(mlx5_3, "mlx5_3"); // a PCI address
   const ScrapedFamily family =
       podPortFamily({{"training", "worker-0", "pytorch", {{"rdma/shared", {mlx5_7, mlx5_3}}}, {}},
                      {"training", "worker-1", "pytorch", {{"rdma/shared", {"0000:ff:00.0"}}}, {}}},
-                    {pool}, a100());
+                    {pool}, a100Topology());
   EXPECT_EQ(samples(family), (std::vector<std::string>{"training/worker-0/pytorch mlx5_3:1",
                                                        "training/worker-0/pytorch mlx5_7:1"}));
 }
@@ -81,7 +61,7 @@ TEST(PodPortFamily, OtherResourcesAndClaimsAreNotOurs) {
                       "pytorch",
                       {},
                       {{"training", "nic", "rdma.kube-rdma.io", "node-a", "mlx5-1"}}}},
-                    {rdmaShared(PoolMode::kShared)}, a100());
+                    {a100SharedPool(PoolMode::kShared)}, a100Topology());
   EXPECT_TRUE(family.samples.empty());
 }
 

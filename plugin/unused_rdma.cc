@@ -1,0 +1,162 @@
+#include "plugin/unused_rdma.h"
+
+#include <algorithm>
+#include <set>
+
+#include "common/strings.h"
+#include "plugin/plugin_metrics.h"
+#include "plugin/pod_ports.h"
+
+namespace kube_rdma {
+namespace {
+
+std::string portName(const std::string& device, uint32_t port) {
+  return device + ":" + std::to_string(port);
+}
+
+// The counters that carry the data itself, on InfiniBand and RoCE alike: mlx5 counts RoCE
+// traffic in them too.
+bool isDataCounter(const PortCounter& counter) {
+  return counter.source == "counters" &&
+         (counter.name == "port_xmit_data" || counter.name == "port_rcv_data");
+}
+
+} // namespace
+
+std::vector<PodPortTraffic> podPortTraffic(const std::vector<ContainerHoldings>& held,
+                                           const std::vector<NodePool>& pools,
+                                           const NodeTopology& topology,
+                                           const std::vector<PortCounter>& counters) {
+  std::map<std::pair<std::string, std::string>, std::set<std::string>> ports_by_pod;
+  for (const auto& container : held) {
+    auto& ports = ports_by_pod[{container.pod_namespace, container.pod}];
+    for (const auto& port : portsHeld(container, pools, topology)) {
+      ports.insert(portName(port.device, port.port));
+    }
+  }
+  std::map<std::string, uint64_t> words; // by port
+  for (const auto& counter : counters) {
+    if (isDataCounter(counter)) {
+      words[portName(counter.device, counter.port)] += counter.value;
+    }
+  }
+  std::vector<PodPortTraffic> out;
+  for (const auto& [pod, ports] : ports_by_pod) {
+    if (ports.empty()) {
+      continue;
+    }
+    PodPortTraffic traffic{pod.first, pod.second, {ports.begin(), ports.end()}, 0};
+    for (const auto& port : ports) {
+      traffic.data_words += words[port];
+    }
+    out.push_back(std::move(traffic));
+  }
+  return out;
+}
+
+std::vector<PodPortTraffic> UnusedRdmaDetector::observe(TimePoint now, std::chrono::seconds after,
+                                                        const std::vector<PodPortTraffic>& sample) {
+  std::vector<PodPortTraffic> newly_flagged;
+  std::set<std::pair<std::string, std::string>> present;
+  for (const auto& pod : sample) {
+    const std::pair<std::string, std::string> key{pod.pod_namespace, pod.pod_name};
+    present.insert(key);
+    auto [it, inserted] = pods_.try_emplace(key, Tracked{now, pod});
+    Tracked& tracked = it->second;
+    if (tracked.first.ports != pod.ports) {
+      // Not the pod first seen (a new one of the same name): start over.
+      tracked = Tracked{now, pod};
+      continue;
+    }
+    tracked.moved = tracked.moved || pod.data_words != tracked.first.data_words;
+    if (!tracked.moved && !tracked.flagged && now - tracked.first_seen >= after) {
+      tracked.flagged = true;
+      newly_flagged.push_back(pod);
+    }
+  }
+  std::erase_if(pods_, [&](const auto& entry) { return !present.contains(entry.first); });
+  return newly_flagged;
+}
+
+std::vector<PodPortTraffic> UnusedRdmaDetector::flagged() const {
+  std::vector<PodPortTraffic> out;
+  for (const auto& [key, tracked] : pods_) {
+    if (tracked.flagged && !tracked.moved) {
+      out.push_back(tracked.first);
+    }
+  }
+  return out;
+}
+
+PodWarning unusedRdmaWarning(const PodPortTraffic& pod, std::string uid,
+                             std::chrono::seconds after) {
+  return {pod.pod_namespace, pod.pod_name, std::move(uid), "RdmaGrantedNotUsed",
+          "the pod has held RDMA ports " + joinStrings(pod.ports, ", ") + " for " +
+              std::to_string(after.count()) +
+              " s and none of them has sent or received a byte (their port_xmit_data and "
+              "port_rcv_data did not move): NCCL has most likely fallen back to TCP sockets. "
+              "Run `rdmactl doctor` in the pod, look for NET/IB in its NCCL_DEBUG=INFO output, "
+              "or set NCCL_NET=IB to fail instead of falling back"};
+}
+
+UnusedRdmaWatcher::UnusedRdmaWatcher(ClockPtr clock, SampleFn sample, UidFn uid,
+                                     PodWarningSink warn, MetricsRegistry& metrics, Logger& log)
+    : clock_(std::move(clock)), sample_(std::move(sample)), uid_(std::move(uid)),
+      warn_(std::move(warn)), metrics_(metrics), log_(log) {}
+
+UnusedRdmaWatcher::~UnusedRdmaWatcher() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) {
+    thread_.join();
+  }
+}
+
+void UnusedRdmaWatcher::start() {
+  thread_ = std::thread([this] { run(); });
+}
+
+std::chrono::milliseconds UnusedRdmaWatcher::checkOnce() {
+  using std::chrono::milliseconds;
+  const Sample sample = sample_();
+  if (sample.after.count() == 0) {
+    metrics_.clearGauge(plugin_metrics::kPodRdmaUnused.name);
+    return std::chrono::seconds(30); // off: look at the config again later
+  }
+  if (sample.pods) {
+    for (const auto& pod : detector_.observe(clock_->now(), sample.after, *sample.pods)) {
+      const std::string uid = uid_ ? uid_(pod.pod_namespace, pod.pod_name) : "";
+      log_.warn("granted RDMA, not using it",
+                {{"pod", pod.pod_namespace + "/" + pod.pod_name},
+                 {"ports", joinStrings(pod.ports, ",")},
+                 {"event", uid.empty() ? "none (pod UID unknown)" : "RdmaGrantedNotUsed"}});
+      if (!uid.empty() && warn_) {
+        warn_(unusedRdmaWarning(pod, uid, sample.after));
+      }
+    }
+    metrics_.clearGauge(plugin_metrics::kPodRdmaUnused.name);
+    for (const auto& pod : detector_.flagged()) {
+      metrics_
+          .gauge(plugin_metrics::kPodRdmaUnused,
+                 {{"namespace", pod.pod_namespace}, {"pod", pod.pod_name}})
+          .set(1);
+    }
+  }
+  return std::clamp<milliseconds>(std::chrono::duration_cast<milliseconds>(sample.after) / 10,
+                                  std::chrono::seconds(1), std::chrono::seconds(30));
+}
+
+void UnusedRdmaWatcher::run() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!stopping_) {
+    lock.unlock();
+    const auto wait = checkOnce();
+    lock.lock();
+    wake_.wait_for(lock, wait, [this] { return stopping_; });
+  }
+}
+
+} // namespace kube_rdma
