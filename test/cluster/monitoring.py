@@ -22,7 +22,7 @@ from urllib.parse import urlencode
 import yaml
 
 from e2e_lib import (NAMESPACE, PROBE, REPO, STATE, ClusterTest, in_node, in_node_command,
-                     kubectl, run_probe, toolbox_pod, wait_until)
+                     kubectl, pod_events, run_probe, toolbox_pod, wait_until)
 
 MONITORING = os.path.join(REPO, "manifests", "monitoring")
 PROMETHEUS_ADDRESS = "127.0.0.1:19090"  # in the node's network namespace only
@@ -182,27 +182,42 @@ class Monitoring(ClusterTest):
         self.assertEqual({r["metric"]["node"] for r in up}, {"a100-roce-0"})
 
     def test_granted_rdma_not_used(self):
-        """KubeRdmaPodNotUsingRdma: a pod holding ports that carry nothing is flagged (pending:
-        the rule's `for` is 15 minutes), and no longer once its ports carry traffic."""
+        """A pod holding ports that carry nothing: KubeRdmaPodNotUsingRdma pending (the rule's
+        `for` is 15 minutes), and the device plugin's own flag after the test config's 20 s
+        (unusedRdmaAfterSeconds): a Warning event on the pod, where `kubectl describe pod` finds
+        it (its UID), and kube_rdma_pod_rdma_unused. Both go once the ports carry traffic."""
         ports = [(f"mlx5_{i}", "1") for i in range(1, 9)]  # the shared pool's
         moving = self.prometheus.query(
             'rate(kube_rdma_port_xmit_data_bytes_total{device=~"mlx5_[1-8]"}[5m]) > 0')
         self.assertEqual(moving, [], "this test needs the pool's counters flat for 5 minutes: "
                          "it must run before the tests that write traffic")
         pod = toolbox_pod("idle", PROBE, limits={"rdma/shared": "1"})
-        run_probe(pod)
+        admitted, _ = run_probe(pod)
         flagged = ('ALERTS{alertname="KubeRdmaPodNotUsingRdma",alertstate="pending",'
                    f'namespace="{NAMESPACE}",pod="idle"}}')
+        unused = f'kube_rdma_pod_rdma_unused{{namespace="{NAMESPACE}",pod="idle"}} == 1'
         try:
             alert = wait_until("the idle pod flagged", lambda: self.prometheus.query(flagged),
                                timeout=60)
             self.assertEqual(alert[0]["metric"]["node"], "a100-roce-0")
+            [event] = wait_until("the plugin's Warning event on the idle pod",
+                                 lambda: pod_events("idle", "RdmaGrantedNotUsed"), timeout=60)
+            self.assertEqual(event["type"], "Warning")
+            self.assertEqual(event["involvedObject"]["uid"], admitted["metadata"]["uid"])
+            self.assertEqual(event["source"], {"component": "rdma-device-plugin",
+                                               "host": "a100-roce-0"})
+            self.assertIn("mlx5_1:1, mlx5_2:1,", event["message"])
+            self.assertIn("for 20 s", event["message"])
+            wait_until("kube_rdma_pod_rdma_unused of the idle pod",
+                       lambda: self.prometheus.query(unused), timeout=30)
             traffic = PortTraffic(ports, words=262144)
             try:
-                wait_until("the flag gone once the ports carry traffic",
-                           lambda: not self.prometheus.query(flagged), timeout=60)
+                wait_until("the flags gone once the ports carry traffic",
+                           lambda: not self.prometheus.query(flagged)
+                           and not self.prometheus.query(unused), timeout=60)
             finally:
                 traffic.stop()
+            self.assertEqual(len(pod_events("idle", "RdmaGrantedNotUsed")), 1)
         finally:
             kubectl("delete", "pod", "idle", "-n", NAMESPACE, "--wait=true")
 
