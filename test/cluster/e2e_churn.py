@@ -142,7 +142,7 @@ class Churn(ClusterTest):
         self.checked = set()
         self.started = {}   # pod name -> seconds from creation to its report
         self.deleted = {}   # pod name -> when it was deleted
-        self.gone = []      # seconds from deletion to gone
+        self.gone = {}      # pod name -> seconds from deletion to gone
         self.refused = {}   # pod name -> why the kubelet failed it
         self.created = 0
         self.uids = {}
@@ -245,7 +245,7 @@ class Churn(ClusterTest):
     def note_gone(self, pods):
         for name, when in list(self.deleted.items()):
             if name not in pods and when is not None:
-                self.gone.append(time.monotonic() - when)
+                self.gone[name] = time.monotonic() - when
                 self.deleted[name] = None
 
     def inject_faults(self, stop):
@@ -375,9 +375,13 @@ class Churn(ClusterTest):
               f"checked, {len(self.refused)} failed by the kubelet "
               f"({sorted(set(self.refused.values()))})", flush=True)
         print(f"churn: faults {dict(sorted(self.faults.items()))}", flush=True)
+        def slowest(times):
+            return ", ".join(f"{name} {seconds:.0f} s" for name, seconds in
+                             sorted(times.items(), key=lambda item: -item[1])[:3])
         # Both to the churn loop's resolution, about a second.
-        print(f"churn: created to report {quantiles(list(self.started.values()))}; "
-              f"deleted to gone {quantiles(self.gone)}", flush=True)
+        print(f"churn: created to report {quantiles(list(self.started.values()))} (slowest: "
+              f"{slowest(self.started)}); deleted to gone {quantiles(list(self.gone.values()))} "
+              f"(slowest: {slowest(self.gone)})", flush=True)
         print(f"churn: wrong {len(self.wrong)}, stuck {len(stuck)}, leaks {len(leaks)}; "
               f"pods left {sorted(pods)}", flush=True)
         for line in self.wrong + leaks:
