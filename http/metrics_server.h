@@ -12,7 +12,9 @@ namespace kube_rdma {
 
 // Plain-HTTP GET /metrics (Prometheus text 0.0.4), /healthz and, when given, /readyz (200, or
 // 503 with the reason) on --metrics-address, served by cpp-httplib on a small thread pool of
-// its own.
+// its own. Not by https_server.h: that one speaks TLS only (every connection a handshake with the
+// serving certificate) and is built for the API server's many concurrent connections; a scrape
+// and a probe every few seconds over plain HTTP need neither.
 class MetricsServer {
 public:
   using RenderFn = std::function<std::string()>;

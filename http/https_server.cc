@@ -1,4 +1,4 @@
-#include "webhook/https_server.h"
+#include "http/https_server.h"
 
 #include <sched.h>
 
@@ -7,7 +7,7 @@
 #include <thread>
 #include <vector>
 
-#include "webhook/https_connection.h"
+#include "http/https_connection.h"
 
 namespace kube_rdma {
 namespace {

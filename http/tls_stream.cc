@@ -1,4 +1,4 @@
-#include "webhook/tls_stream.h"
+#include "http/tls_stream.h"
 
 #include <openssl/err.h>
 

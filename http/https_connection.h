@@ -14,8 +14,8 @@
 #include <optional>
 #include <string>
 
-#include "webhook/https_server.h"
-#include "webhook/tls_stream.h"
+#include "http/https_server.h"
+#include "http/tls_stream.h"
 
 // One accepted TLS connection, from handshake to close: reads requests one at a time, has the
 // handler answer each and writes the answer, under the deadlines of ServerOptions. All its steps

@@ -1,4 +1,4 @@
-#include "webhook/https_connection.h"
+#include "http/https_connection.h"
 
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
