@@ -572,6 +572,10 @@ UnusedRdmaWatcher::Sample PluginManager::unusedRdmaSample() const {
   if (!held) {
     return sample;
   }
+  if (held->empty()) { // no pod holds a device: no counter to read
+    sample.pods.emplace();
+    return sample;
+  }
   std::vector<NodePool> pools;
   std::shared_ptr<const NodeTopology> topology;
   {

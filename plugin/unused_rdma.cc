@@ -61,8 +61,7 @@ std::vector<PodPortTraffic> UnusedRdmaDetector::observe(TimePoint now, std::chro
   for (const auto& pod : sample) {
     const std::pair<std::string, std::string> key{pod.pod_namespace, pod.pod_name};
     present.insert(key);
-    auto [it, inserted] = pods_.try_emplace(key, Tracked{now, pod});
-    Tracked& tracked = it->second;
+    Tracked& tracked = pods_.try_emplace(key, Tracked{now, pod}).first->second;
     if (tracked.first.ports != pod.ports) {
       // Not the pod first seen (a new one of the same name): start over.
       tracked = Tracked{now, pod};
