@@ -589,7 +589,7 @@ up() {
       running "$name$tag" || die "$name$tag stopped: $(tail -3 "$state/logs/$name$tag.log")"
     done
   done
-  say "up in $((SECONDS - start)) s: nodes ${names[*]}, kube-rdma with the $driver by $installer (logs: $state/logs/)"
+  say "up in $((SECONDS - start)) s: nodes ${names[*]}, kube-rdma ($driver, by $installer; logs: $state/logs/)"
   say "kubectl of this Kubernetes: $bin/kubectl"
   echo "export KUBECONFIG=$state/kubeconfig"
 }
