@@ -16,7 +16,8 @@ one more pod of each kind must start and be right, and each node must hold the s
 those pods: the kubelet's device-plugin and DRA checkpoints, the DRA driver's checkpoint, CDI
 specs and nccl.conf files, and the cluster no other ResourceClaim.
 
-KUBE_RDMA_CHURN_SEED repeats a run's random choices (each run prints its seed).
+KUBE_RDMA_CHURN_SEED repeats a run's draws (each run prints its seed): the faults and their times,
+and the kind of each pod and which one goes; what the cluster does in between is its own.
 """
 
 import calendar
@@ -40,6 +41,9 @@ LIVE = 6
 # The DRA node's four ports, one per pod of a DRA kind.
 DRA_PORTS = 4
 SYSFS = "/run/kube-rdma-e2e/sys"
+# Both fixtures put their RoCE v2 IPv4 GIDs at index 3, and these pods are on the cluster network
+# alone: each container keeps the node's index.
+GID_INDEX = A100_GID_INDEX
 DRIVER = "rdma.kube-rdma.io"
 # How long a pod may take to run, or to go once deleted, after the faults stopped.
 SETTLE = 180
@@ -131,7 +135,9 @@ def uverbs_of(node):
 
 class Churn(ClusterTest):
     def setUp(self):
+        # One generator per thread, so that a seed repeats each one's draws.
         self.random = random.Random(SEED)
+        self.fault_random = random.Random(SEED + 1)
         print(f"\nchurn: seed {SEED}, {DURATION} s, at most {LIVE} pods", flush=True)
         self.uverbs = {node: uverbs_of(node) for node in NODE_NAMESPACE}
         self.slices = {d["name"]: d for s in get("resourceslices")["items"]
@@ -145,7 +151,6 @@ class Churn(ClusterTest):
         self.gone = {}      # pod name -> seconds from deletion to gone
         self.refused = {}   # pod name -> why the kubelet failed it
         self.created = 0
-        self.uids = {}
 
     # --- what each pod must have -----------------------------------------------------------
 
@@ -191,7 +196,7 @@ class Churn(ClusterTest):
         if report["conf"].get("NCCL_IB_HCA") != hca:
             problems.append(f"nccl.conf NCCL_IB_HCA {report['conf'].get('NCCL_IB_HCA')!r}, "
                             f"allocated {hca!r}")
-        if report["conf"].get("NCCL_IB_GID_INDEX") != A100_GID_INDEX:
+        if report["conf"].get("NCCL_IB_GID_INDEX") != GID_INDEX:
             problems.append(f"GID index {report['conf'].get('NCCL_IB_GID_INDEX')!r}")
         devices = sorted(self.uverbs[node][port.split(":")[0]]
                          for port in hca.lstrip("=").split(","))
@@ -217,8 +222,7 @@ class Churn(ClusterTest):
         kind = self.random.choice(kinds)
         self.created += 1
         name = f"{kind}-{self.created}"
-        pod = create(churn_pod(name, kind))
-        self.uids[name] = pod["metadata"]["uid"]
+        create(churn_pod(name, kind))
 
     def observe(self, pods):
         """Checks each pod that printed its report; deletes the ones the kubelet failed."""
@@ -251,8 +255,8 @@ class Churn(ClusterTest):
     def inject_faults(self, stop):
         kinds = ["device-plugin", "dra-driver", f"kubelet@{PLUGIN_NODE}", f"kubelet@{DRA_NODE}",
                  f"containerd@{PLUGIN_NODE}", f"containerd@{DRA_NODE}"]
-        while not stop.wait(self.random.uniform(10, 30)):
-            fault = self.random.choice(kinds)
+        while not stop.wait(self.fault_random.uniform(10, 30)):
+            fault = self.fault_random.choice(kinds)
             self.faults[fault] = self.faults.get(fault, 0) + 1
             print(f"churn: {time.strftime('%H:%M:%S')} kill {fault}", flush=True)
             if fault in ("device-plugin", "dra-driver"):
@@ -262,7 +266,7 @@ class Churn(ClusterTest):
                 node = fault.split("@")[1]
                 target = component + ("" if node == PLUGIN_NODE else f"@{node}")
                 cluster("kill", target)
-                time.sleep(self.random.uniform(1, 5))
+                time.sleep(self.fault_random.uniform(1, 5))
                 cluster("start", target)
 
     def test_churn(self):
