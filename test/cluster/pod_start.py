@@ -160,8 +160,10 @@ def burst(args, watch):
     reviews = count_after - count_before
     p99_bound = next((le for le in sorted(buckets_after)
                       if buckets_after[le] - buckets_before.get(le, 0) >= 0.99 * reviews), None)
+    nodes = collections.Counter(p["spec"]["nodeName"] for p in json.loads(kubectl(
+        "get", "pods", "-n", NAMESPACE, "-o", "json"))["items"])
     print(f"{args.burst} pods: created in {(admitted - created) * 1000:.0f} ms, the last Ready "
-          f"{last - created:.2f} s after the create started")
+          f"{last - created:.2f} s after the create started (by node: {dict(sorted(nodes.items()))})")
     print(f"webhook admissions during the burst: {reviews:.0f}, p99 <= {p99_bound} s "
           f"(the API server's histogram bucket)")
     print("webhook claim reads: " + ", ".join(
