@@ -572,10 +572,6 @@ UnusedRdmaWatcher::Sample PluginManager::unusedRdmaSample() const {
   if (!held) {
     return sample;
   }
-  if (held->empty()) { // no pod holds a device: no counter to read
-    sample.pods.emplace();
-    return sample;
-  }
   std::vector<NodePool> pools;
   std::shared_ptr<const NodeTopology> topology;
   {
@@ -585,8 +581,10 @@ UnusedRdmaWatcher::Sample PluginManager::unusedRdmaSample() const {
     }
     topology = topology_;
   }
-  sample.pods =
-      podPortTraffic(*held, pools, *topology, readPortCounters(flags_.sysfs_root, *topology));
+  // The data counters of the ports pods hold, and nothing else: not the scrape's every counter.
+  sample.pods = podPortTraffic(*held, pools, *topology, [this](const HcaPort& port) {
+    return readPortDataWords(flags_.sysfs_root, port);
+  });
   return sample;
 }
 

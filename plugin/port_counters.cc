@@ -4,6 +4,7 @@
 #include <cctype>
 #include <charconv>
 #include <map>
+#include <optional>
 #include <string_view>
 
 #include "common/sysfs_attributes.h"
@@ -72,6 +73,17 @@ const KnownCounter* findKnown(const std::string& source, const std::string& name
   return source == "counters" && it != std::end(kKnownCounters) ? it : nullptr;
 }
 
+// A counter file's value; nullopt when it cannot be read or is not a number.
+std::optional<uint64_t> readCounterFile(const std::string& path) {
+  auto text = readAttribute(path);
+  uint64_t value = 0;
+  if (!text ||
+      std::from_chars(text->data(), text->data() + text->size(), value).ec != std::errc()) {
+    return std::nullopt;
+  }
+  return value;
+}
+
 } // namespace
 
 std::vector<PortCounter> readPortCounters(const std::string& sysfs_root,
@@ -86,18 +98,25 @@ std::vector<PortCounter> readPortCounters(const std::string& sysfs_root,
           if (name == "lifespan") {
             continue;
           }
-          auto text = readAttribute(dir + "/" + name);
-          uint64_t value = 0;
-          if (!text ||
-              std::from_chars(text->data(), text->data() + text->size(), value).ec != std::errc()) {
-            continue;
+          if (const auto value = readCounterFile(dir + "/" + name)) {
+            out.push_back({device.name, port.number, port.netdev, source, name, *value});
           }
-          out.push_back({device.name, port.number, port.netdev, source, name, value});
         }
       }
     }
   }
   return out;
+}
+
+std::optional<uint64_t> readPortDataWords(const std::string& sysfs_root, const HcaPort& port) {
+  const std::string dir = sysfs_root + "/class/infiniband/" + port.device + "/ports/" +
+                          std::to_string(port.port) + "/counters/";
+  const auto sent = readCounterFile(dir + "port_xmit_data");
+  const auto received = readCounterFile(dir + "port_rcv_data");
+  if (!sent || !received) {
+    return std::nullopt;
+  }
+  return *sent + *received;
 }
 
 std::string portCounterMetricName(const std::string& source, const std::string& name) {

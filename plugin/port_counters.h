@@ -1,11 +1,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/device_model.h"
 #include "common/metrics.h"
+#include "common/nccl_settings.h"
 
 namespace kube_rdma {
 
@@ -24,6 +26,11 @@ struct PortCounter {
 // is hw_counters/lifespan, a setting (how long the kernel caches the values), not a counter.
 std::vector<PortCounter> readPortCounters(const std::string& sysfs_root,
                                           const NodeTopology& topology);
+
+// port_xmit_data + port_rcv_data of one port (counters/, in 4-octet words; mlx5 counts RoCE
+// traffic in them too): two files, not the port's whole directory; nullopt when either cannot be
+// read.
+std::optional<uint64_t> readPortDataWords(const std::string& sysfs_root, const HcaPort& port);
 
 // The Prometheus name of a counter file: "kube_rdma_port_" + the file's name in lower case
 // without a leading "port_" + "_total", with "hw_" before hw_counters' names (drivers choose

@@ -10,15 +10,8 @@
 namespace kube_rdma {
 namespace {
 
-std::string portName(const std::string& device, uint32_t port) {
-  return device + ":" + std::to_string(port);
-}
-
-// The counters that carry the data itself, on InfiniBand and RoCE alike: mlx5 counts RoCE
-// traffic in them too.
-bool isDataCounter(const PortCounter& counter) {
-  return counter.source == "counters" &&
-         (counter.name == "port_xmit_data" || counter.name == "port_rcv_data");
+std::string portName(const HcaPort& port) {
+  return port.device + ":" + std::to_string(port.port);
 }
 
 } // namespace
@@ -26,30 +19,31 @@ bool isDataCounter(const PortCounter& counter) {
 std::vector<PodPortTraffic> podPortTraffic(const std::vector<ContainerHoldings>& held,
                                            const std::vector<NodePool>& pools,
                                            const NodeTopology& topology,
-                                           const std::vector<PortCounter>& counters) {
-  std::map<std::pair<std::string, std::string>, std::set<std::string>> ports_by_pod;
+                                           const DataWordsFn& data_words) {
+  std::map<std::pair<std::string, std::string>, std::map<std::string, HcaPort>> ports_by_pod;
   for (const auto& container : held) {
     auto& ports = ports_by_pod[{container.pod_namespace, container.pod}];
     for (const auto& port : portsHeld(container, pools, topology)) {
-      ports.insert(portName(port.device, port.port));
+      ports.emplace(portName(port), port);
     }
   }
-  std::map<std::string, uint64_t> words; // by port
-  for (const auto& counter : counters) {
-    if (isDataCounter(counter)) {
-      words[portName(counter.device, counter.port)] += counter.value;
-    }
-  }
+  std::map<std::string, std::optional<uint64_t>> words; // by port: each read once
   std::vector<PodPortTraffic> out;
   for (const auto& [pod, ports] : ports_by_pod) {
-    if (ports.empty()) {
-      continue;
+    PodPortTraffic traffic{pod.first, pod.second, {}, 0};
+    bool readable = !ports.empty();
+    for (const auto& [name, port] : ports) {
+      auto [it, first] = words.try_emplace(name);
+      if (first) {
+        it->second = data_words(port);
+      }
+      readable = readable && it->second.has_value();
+      traffic.ports.push_back(name);
+      traffic.data_words += it->second.value_or(0);
     }
-    PodPortTraffic traffic{pod.first, pod.second, {ports.begin(), ports.end()}, 0};
-    for (const auto& port : ports) {
-      traffic.data_words += words[port];
+    if (readable) {
+      out.push_back(std::move(traffic));
     }
-    out.push_back(std::move(traffic));
   }
   return out;
 }

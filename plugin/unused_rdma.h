@@ -15,9 +15,9 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/metrics.h"
+#include "common/nccl_settings.h"
 #include "common/pod_warning.h"
 #include "common/pools.h"
-#include "plugin/port_counters.h"
 #include "rpc/pod_resources_client.h"
 
 // "Granted RDMA, not using it": a pod that holds RDMA ports whose data counters never move is
@@ -36,11 +36,15 @@ struct PodPortTraffic {
   bool operator==(const PodPortTraffic&) const = default;
 };
 
-// Per pod, from the kubelet's holdings (portsHeld) and the counters read (readPortCounters).
+// A port's port_xmit_data + port_rcv_data (readPortDataWords); nullopt when unreadable.
+using DataWordsFn = std::function<std::optional<uint64_t>(const HcaPort&)>;
+
+// Per pod, from the kubelet's holdings (portsHeld), each port held read once through
+// `data_words`. A pod with a port that cannot be read is left out: the check cannot judge it.
 std::vector<PodPortTraffic> podPortTraffic(const std::vector<ContainerHoldings>& held,
                                            const std::vector<NodePool>& pools,
                                            const NodeTopology& topology,
-                                           const std::vector<PortCounter>& counters);
+                                           const DataWordsFn& data_words);
 
 // Bookkeeping over samples, no I/O. A pod is flagged once, when it has held its ports for
 // `after` and their data counters have not moved since it was first seen; a pod whose ports moved

@@ -347,9 +347,9 @@ class Churn(ClusterTest):
         in_api = {c["metadata"]["uid"] for c in get("resourceclaims", namespace=NAMESPACE)["items"]}
         if in_api != claims:
             leaks.append(f"ResourceClaims {sorted(in_api - claims)} of no live pod")
-        if kubelet_claims() != claims:
-            leaks.append(f"kubelet DRA checkpoint claims {sorted(kubelet_claims())}, live "
-                         f"{sorted(claims)}")
+        prepared = kubelet_claims()
+        if prepared != claims:
+            leaks.append(f"kubelet DRA checkpoint claims {sorted(prepared)}, live {sorted(claims)}")
         state = driver_state()
         for key in ("checkpoint", "cdi", "conf"):
             if state[key] != claims:

@@ -73,5 +73,19 @@ TEST(PortCounters, ReadsTheFixturesFilesWithNetdevsAndLeavesLifespanOut) {
   EXPECT_EQ(find("mlx5_1", "lifespan"), counters.end());
 }
 
+TEST(PortCounters, ReadsOnePortsDataWordsAsTheScrapeDoes) {
+  const NodeTopology topology = discoverFromSysfs({kA100 + "/sys", kA100 + "/proc"});
+  uint64_t scraped = 0;
+  for (const auto& counter : readPortCounters(kA100 + "/sys", topology)) {
+    if (counter.device == "mlx5_2" && counter.port == 1 && counter.source == "counters" &&
+        (counter.name == "port_xmit_data" || counter.name == "port_rcv_data")) {
+      scraped += counter.value;
+    }
+  }
+  ASSERT_GT(scraped, 0u);
+  EXPECT_EQ(readPortDataWords(kA100 + "/sys", {"mlx5_2", 1}), scraped);
+  EXPECT_EQ(readPortDataWords(kA100 + "/sys", {"mlx5_2", 2}), std::nullopt); // no such port
+}
+
 } // namespace
 } // namespace kube_rdma

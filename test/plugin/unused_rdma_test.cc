@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <optional>
 #include <sstream>
 
 #include "plugin/pool_resource_manager.h"
@@ -30,27 +32,27 @@ TEST(PodPortTraffic, SumsTheDataCountersOfEachPodsPortsAcrossItsContainers) {
   const NodePool pool = a100SharedPool(PoolMode::kExclusive);
   const std::string mlx5_3 = exclusiveId(*a100Topology().findDevice("mlx5_3"));
   const std::string mlx5_7 = exclusiveId(*a100Topology().findDevice("mlx5_7"));
-  const std::vector<PortCounter> counters = {
-      {"mlx5_3", 1, "", "counters", "port_xmit_data", 100},
-      {"mlx5_3", 1, "", "counters", "port_rcv_data", 20},
-      {"mlx5_3", 1, "", "counters", "port_xmit_packets", 5000}, // packets: not data
-      {"mlx5_3", 1, "", "hw_counters", "port_xmit_data", 9000}, // not the port's data counter
-      {"mlx5_7", 1, "", "counters", "port_rcv_data", 3},
-      {"mlx5_5", 1, "", "counters", "port_rcv_data", 700}, // nobody's
-  };
+  const std::map<std::string, uint64_t> words = {
+      {"mlx5_3", 120}, {"mlx5_7", 3}, {"mlx5_5", 700}}; // mlx5_5: nobody's
+  std::vector<std::string> read;
   const auto traffic =
       podPortTraffic({{"training", "worker-0", "pytorch", {{"rdma/shared", {mlx5_3}}}, {}},
                       {"training", "worker-0", "sidecar", {{"rdma/shared", {mlx5_7}}}, {}},
                       {"training", "worker-1", "pytorch", {{"nvidia.com/gpu", {"GPU-1"}}}, {}}},
-                     {pool}, a100Topology(), counters);
+                     {pool}, a100Topology(), [&](const HcaPort& port) {
+                       read.push_back(port.device);
+                       return std::optional<uint64_t>(words.at(port.device));
+                     });
   ASSERT_EQ(traffic.size(), 1u); // worker-1 holds no RDMA port
   EXPECT_EQ(traffic[0], (PodPortTraffic{"training", "worker-0", {"mlx5_3:1", "mlx5_7:1"}, 123}));
+  EXPECT_EQ(read, (std::vector<std::string>{"mlx5_3", "mlx5_7"})); // the ports held, once each
 }
 
 TEST(PodPortTraffic, ASharedIdIsEveryPortOfThePool) {
   const auto traffic =
       podPortTraffic({{"training", "worker-0", "pytorch", {{"rdma/shared", {"9"}}}, {}}},
-                     {a100SharedPool(PoolMode::kShared)}, a100Topology(), {});
+                     {a100SharedPool(PoolMode::kShared)}, a100Topology(),
+                     [](const HcaPort&) { return std::optional<uint64_t>(0); });
   ASSERT_EQ(traffic.size(), 1u);
   EXPECT_EQ(traffic[0].ports.size(), 8u);
   EXPECT_EQ(traffic[0].ports.front(), "mlx5_1:1");
