@@ -91,7 +91,7 @@ struct PluginConfig {
   uint32_t resend_interval_seconds = 30; // periodic ListAndWatch re-send
   uint32_t health_poll_ms = 500;         // port state re-read period
   // A pod holding RDMA ports whose data counters have not moved for this long is flagged
-  // (plugin/unused_rdma.h); 0: off.
+  // (usage/unused_rdma.h); 0: off.
   uint32_t unused_rdma_after_seconds = 900;
   MemlockHookConfig memlock; // CDI mode only
   NcclHookConfig nccl_hook;  // CDI mode only

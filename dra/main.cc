@@ -6,7 +6,7 @@
 #include <ctime>
 #include <iostream>
 #include <iterator>
-#include <mutex>
+#include <chrono>
 #include <optional>
 #include <vector>
 
@@ -37,6 +37,8 @@
 #include "kubeclient/pod_events.h"
 #include "http/metrics_server.h"
 #include "nri/nccl_env_adjuster.h"
+#include "nri/pod_directory.h"
+#include "usage/unused_rdma.h"
 
 namespace kube_rdma {
 namespace {
@@ -108,26 +110,41 @@ int run(const DraFlags& flags, const sigset_t& signals, Logger& logger) {
                                clock.now(), flags.health_timeout);
   };
   const LivenessWatchdog liveness(alive, kLivenessPeriod, kLivenessGrace, logAndExit(logger));
-  // Which pod holds which published port: the kubelet is asked at each scrape, the ports follow
-  // the topology (the loop below).
+  // Which pod holds which published port and what the ports carried: the kubelet is asked at
+  // each scrape and by the unused-RDMA watcher, the ports follow the topology (the loop below).
   PodResourcesReader pod_resources(flags.pod_resources_socket, logger,
                                    [&] { metrics.recordPodResourcesError(); });
-  std::mutex port_names_mutex;
-  DraPortNames port_names = draPortNames(topology, buildPools(topology, *config));
-  const auto claimPorts = [&]() -> std::vector<ScrapedFamily> {
-    const auto held = pod_resources.read();
-    if (!held) {
-      return {};
-    }
-    std::lock_guard<std::mutex> lock(port_names_mutex);
-    return {claimPortFamily(*held, port_names, flags.node_name)};
-  };
-  // A pod whose containers' NCCL cannot use a GID of the pod's own network says so in its events.
+  PublishedPortUsage port_usage(flags.sysfs_root, flags.node_name);
+  port_usage.set(topology, buildPools(topology, *config));
+  // A pod whose containers' NCCL cannot use a GID of the pod's own network, or that holds RDMA
+  // ports and does not use them, says so in its events.
   PodEventRecorder pod_events(**api, "rdma-dra-driver", flags.node_name,
                               std::make_shared<RealClock>(), logger);
-  const auto nri = startNcclEnvPlugin(
-      flags.nri_socket, {flags.sysfs_root, flags.host_proc_root}, registry, logger,
-      [&pod_events](const PodWarning& warning) { pod_events.warn(warning); });
+  const PodWarningSink warn = [&pod_events](const PodWarning& warning) {
+    pod_events.warn(warning);
+  };
+  // The runtime names each pod's UID to the NRI plugin (PodResources gives names only).
+  PodDirectory pods;
+  const auto nri =
+      startNcclEnvPlugin(flags.nri_socket, {flags.sysfs_root, flags.host_proc_root}, registry,
+                         logger, warn, [&pods](const nriapi::PodSandbox& pod) {
+                           pods.remember(pod.namespace_(), pod.name(), pod.uid());
+                         });
+  UnusedRdmaWatcher unused_rdma(
+      std::make_shared<RealClock>(),
+      [&] {
+        UnusedRdmaWatcher::Sample sample{std::chrono::seconds(config->unused_rdma_after_seconds),
+                                         std::nullopt};
+        if (sample.after.count() > 0) {
+          if (const auto held = pod_resources.read()) {
+            sample.pods = port_usage.traffic(*held);
+          }
+        }
+        return sample;
+      },
+      [&pods](const std::string& ns, const std::string& name) { return pods.uid(ns, name); }, warn,
+      registry, logger);
+  unused_rdma.start();
   MetricsServerPtr metrics_server;
   if (!flags.metrics_address.empty()) {
     auto started_server = MetricsServer::startWhenPortIsFree(
@@ -135,7 +152,7 @@ int run(const DraFlags& flags, const sigset_t& signals, Logger& logger) {
         [&] {
           metrics.setPreparedClaims((*store)->preparedClaims().size());
           auto scraped = scrapeHookOutcomes(config->nccl_hook, logger);
-          std::ranges::move(claimPorts(), std::back_inserter(scraped));
+          std::ranges::move(port_usage.scrape(pod_resources.read()), std::back_inserter(scraped));
           return registry.render() + renderScraped(scraped);
         },
         alive, [&] { return judgeDriverReadiness(publisher.state(), clock.now()); });
@@ -185,10 +202,7 @@ int run(const DraFlags& flags, const sigset_t& signals, Logger& logger) {
     }
     logger.info("the node changed", {{"devices", std::to_string(now.devices.size())}});
     topology = std::move(now);
-    {
-      std::lock_guard<std::mutex> lock(port_names_mutex);
-      port_names = draPortNames(topology, buildPools(topology, *config));
-    }
+    port_usage.set(topology, buildPools(topology, *config));
     health.update(deviceHealth(topology, *config));
     preparer.setTopology(topology);
     publisher.set(topology);

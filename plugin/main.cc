@@ -18,7 +18,7 @@
 #include "nri/nccl_env_adjuster.h"
 #include "nri/pod_directory.h"
 #include "plugin/plugin_manager.h"
-#include "plugin/unused_rdma.h"
+#include "usage/unused_rdma.h"
 
 int main(int argc, char** argv) {
   using namespace kube_rdma;

@@ -14,7 +14,7 @@
 #include "common/node_snapshot.h"
 #include "plugin/plugin_metrics.h"
 #include "plugin/pod_ports.h"
-#include "plugin/port_counters.h"
+#include "usage/port_counters.h"
 #include "plugin/topology_json.h"
 
 namespace kube_rdma {
@@ -582,9 +582,10 @@ UnusedRdmaWatcher::Sample PluginManager::unusedRdmaSample() const {
     topology = topology_;
   }
   // The data counters of the ports pods hold, and nothing else: not the scrape's every counter.
-  sample.pods = podPortTraffic(*held, pools, *topology, [this](const HcaPort& port) {
-    return readPortDataWords(flags_.sysfs_root, port);
-  });
+  sample.pods = podPortTraffic(
+      *held,
+      [&](const ContainerHoldings& container) { return portsHeld(container, pools, *topology); },
+      [this](const HcaPort& port) { return readPortDataWords(flags_.sysfs_root, port); });
   return sample;
 }
 

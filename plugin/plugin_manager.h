@@ -21,7 +21,7 @@
 #include "common/nfd_feature_writer.h"
 #include "plugin/pool_resource_manager.h"
 #include "plugin/state_writer.h"
-#include "plugin/unused_rdma.h"
+#include "usage/unused_rdma.h"
 #include "rpc/grpc_socket_server.h"
 #include "rpc/plugin_watcher_registration.h"
 #include "rpc/pod_resources_client.h"

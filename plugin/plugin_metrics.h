@@ -19,11 +19,7 @@ inline constexpr MetricFamily kPodResourcesErrors{
     "kube_rdma_plugin_pod_resources_errors_total",
     "PodResources List calls that failed (a scrape's kube_rdma_pod_port_info or a round of the "
     "unused-RDMA check left out)."};
-inline constexpr MetricFamily kPodRdmaUnused{
-    "kube_rdma_pod_rdma_unused",
-    "1 for each pod that has held RDMA ports for unusedRdmaAfterSeconds without their data "
-    "counters moving (granted RDMA, not using it), while it holds them."};
-// The port counters, one family per counter file: plugin/port_counters.h; the ports each
-// container holds: plugin/pod_ports.h.
+// The port counters, one family per counter file: usage/port_counters.h; pods granted RDMA and
+// not using it: usage/unused_rdma.h; the ports each container holds: plugin/pod_ports.h.
 
 } // namespace kube_rdma::plugin_metrics

@@ -21,6 +21,7 @@ from e2e_lib import (A100_GID_INDEX, A100_OTHER_POD_IPS, A100_RAIL_POD_GID_INDEX
                      parse_report, pod_events, pod_log, probe_container, pytorchjob_worker,
                      rail_networks, requests_of, restore_ports, run_probe, runnable_here,
                      set_port_state, start_fake_gpus, toolbox_pod, wait_until)
+from monitoring import PortTraffic
 
 DRIVER = "rdma.kube-rdma.io"
 DOMAIN = DRIVER + "/"
@@ -207,6 +208,44 @@ class DraDriver(ClusterTest):
             kubectl("delete", "pod", "-n", NAMESPACE, "skewed", "--ignore-not-found",
                     "--wait=true")
             kubectl("delete", "resourceclaim", "-n", NAMESPACE, "two-rails", "--wait=true")
+
+    def test_a_claim_held_and_not_used_is_flagged_until_its_port_moves(self):
+        """Granted RDMA, not using it, on a DRA node: the driver reads the data counters of the
+        ports the pod's claims hold (the real kubelet's PodResources answer) and, after the test
+        config's 20 s (unusedRdmaAfterSeconds), posts a Warning event on the pod (its UID from
+        containerd's NRI) and sets kube_rdma_pod_rdma_unused; both go once the port carries
+        traffic, which the driver's own port counters show."""
+        create(one_nic_claim("idle-nic", device="mlx5_4"))
+        admitted, _ = run_probe(toolbox_pod("idle-claim", PROBE, claims=["idle-nic"]))
+        unused = (f'kube_rdma_pod_rdma_unused{{namespace="{NAMESPACE}",pod="idle-claim"}} 1')
+        try:
+            [event] = wait_until("the driver's Warning event on the idle pod",
+                                 lambda: pod_events("idle-claim", "RdmaGrantedNotUsed"),
+                                 timeout=90)
+            self.assertEqual(event["type"], "Warning")
+            self.assertEqual(event["involvedObject"]["uid"], admitted["metadata"]["uid"])
+            self.assertEqual(event["source"], {"component": "rdma-dra-driver", "host": NODE})
+            self.assertIn("held RDMA ports mlx5_4:1 for 20 s", event["message"])
+            self.assertIn(unused, daemon_metrics("rdma-dra-driver").splitlines())
+
+            def sent_bytes():
+                prefix = 'kube_rdma_port_xmit_data_bytes_total{device="mlx5_4",'
+                return next(float(line.split()[-1])
+                            for line in daemon_metrics("rdma-dra-driver").splitlines()
+                            if line.startswith(prefix) and 'port="1"' in line)
+            before = sent_bytes()
+            traffic = PortTraffic([("mlx5_4", "1")], words=1024)
+            try:
+                wait_until("the flag gone once the port carries traffic",
+                           lambda: unused not in daemon_metrics("rdma-dra-driver").splitlines(),
+                           timeout=30)
+                self.assertGreaterEqual(sent_bytes() - before, 4096)  # 1024 words, x4
+            finally:
+                traffic.stop()
+            self.assertEqual(len(pod_events("idle-claim", "RdmaGrantedNotUsed")), 1)
+        finally:
+            kubectl("delete", "pod", "-n", NAMESPACE, "idle-claim", "--wait=true")
+            kubectl("delete", "resourceclaim", "-n", NAMESPACE, "idle-nic", "--wait=true")
 
     def test_a_pod_asking_rdma_shared_by_name_is_served_by_the_driver(self):
         """components/dra-extended-resources: the guide's `rdma/shared: 1` on a node without the

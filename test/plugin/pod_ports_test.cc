@@ -53,6 +53,21 @@ TEST(PodPortFamily, AnIdOfAnExclusivePoolIsItsHcasPorts) {
                                                        "training/worker-0/pytorch mlx5_7:1"}));
 }
 
+TEST(PortsHeld, AreThePortsTheFamilyNames) {
+  const NodePool pool = a100SharedPool(PoolMode::kExclusive);
+  const std::string mlx5_7 = exclusiveId(*a100Topology().findDevice("mlx5_7"));
+  EXPECT_EQ(portsHeld({"training", "worker-0", "pytorch", {{"rdma/shared", {mlx5_7}}}, {}}, {pool},
+                      a100Topology()),
+            (std::vector<HcaPort>{{"mlx5_7", 1}}));
+  EXPECT_EQ(portsHeld({"training", "worker-0", "pytorch", {{"rdma/shared", {"9"}}}, {}},
+                      {a100SharedPool(PoolMode::kShared)}, a100Topology())
+                .size(),
+            8u);
+  EXPECT_TRUE(portsHeld({"training", "worker-0", "pytorch", {{"nvidia.com/gpu", {"GPU-1"}}}, {}},
+                        {pool}, a100Topology())
+                  .empty());
+}
+
 TEST(PodPortFamily, OtherResourcesAndClaimsAreNotOurs) {
   const ScrapedFamily family =
       podPortFamily({{"training", "worker-0", "pytorch", {{"nvidia.com/gpu", {"GPU-1"}}}, {}},

@@ -17,14 +17,18 @@
 #include "common/metrics.h"
 #include "common/nccl_settings.h"
 #include "common/pod_warning.h"
-#include "common/pools.h"
 #include "rpc/pod_resources_client.h"
 
 // "Granted RDMA, not using it": a pod that holds RDMA ports whose data counters never move is
 // almost always a job whose NCCL fell back to TCP sockets without a word above INFO level
-// (docs/is-my-job-using-rdma.md). The device plugin watches for it and says so on the pod, as a
+// (docs/is-my-job-using-rdma.md). Both node daemons watch for it and say so on the pod, as a
 // Warning event, and in /metrics (docs/plugin.md, "Granted RDMA, not using it").
 namespace kube_rdma {
+
+inline constexpr MetricFamily kPodRdmaUnusedMetric{
+    "kube_rdma_pod_rdma_unused",
+    "1 for each pod that has held RDMA ports for unusedRdmaAfterSeconds without their data "
+    "counters moving (granted RDMA, not using it), while it holds them."};
 
 // One pod holding ports of kube-rdma's pools, and what those ports have carried: the sum of their
 // port_xmit_data and port_rcv_data.
@@ -36,14 +40,16 @@ struct PodPortTraffic {
   bool operator==(const PodPortTraffic&) const = default;
 };
 
+// The ports of kube-rdma's pools a container holds: the device plugin's by its device IDs, the
+// DRA driver's by the devices of its claims.
+using PortsOfFn = std::function<std::vector<HcaPort>(const ContainerHoldings&)>;
 // A port's port_xmit_data + port_rcv_data (readPortDataWords); nullopt when unreadable.
 using DataWordsFn = std::function<std::optional<uint64_t>(const HcaPort&)>;
 
-// Per pod, from the kubelet's holdings (portsHeld), each port held read once through
-// `data_words`. A pod with a port that cannot be read is left out: the check cannot judge it.
+// Per pod, from the kubelet's holdings, each port held read once through `data_words`. A pod with
+// a port that cannot be read is left out: the check cannot judge it.
 std::vector<PodPortTraffic> podPortTraffic(const std::vector<ContainerHoldings>& held,
-                                           const std::vector<NodePool>& pools,
-                                           const NodeTopology& topology,
+                                           const PortsOfFn& ports_of,
                                            const DataWordsFn& data_words);
 
 // Bookkeeping over samples, no I/O. A pod is flagged once, when it has held its ports for

@@ -1,11 +1,9 @@
-#include "plugin/unused_rdma.h"
+#include "usage/unused_rdma.h"
 
 #include <algorithm>
 #include <set>
 
 #include "common/strings.h"
-#include "plugin/plugin_metrics.h"
-#include "plugin/pod_ports.h"
 
 namespace kube_rdma {
 namespace {
@@ -17,13 +15,12 @@ std::string portName(const HcaPort& port) {
 } // namespace
 
 std::vector<PodPortTraffic> podPortTraffic(const std::vector<ContainerHoldings>& held,
-                                           const std::vector<NodePool>& pools,
-                                           const NodeTopology& topology,
+                                           const PortsOfFn& ports_of,
                                            const DataWordsFn& data_words) {
   std::map<std::pair<std::string, std::string>, std::map<std::string, HcaPort>> ports_by_pod;
   for (const auto& container : held) {
     auto& ports = ports_by_pod[{container.pod_namespace, container.pod}];
-    for (const auto& port : portsHeld(container, pools, topology)) {
+    for (const auto& port : ports_of(container)) {
       ports.emplace(portName(port), port);
     }
   }
@@ -116,7 +113,7 @@ std::chrono::milliseconds UnusedRdmaWatcher::checkOnce() {
   using std::chrono::milliseconds;
   const Sample sample = sample_();
   if (sample.after.count() == 0) {
-    metrics_.clearGauge(plugin_metrics::kPodRdmaUnused.name);
+    metrics_.clearGauge(kPodRdmaUnusedMetric.name);
     return std::chrono::seconds(30); // off: look at the config again later
   }
   if (sample.pods) {
@@ -130,11 +127,10 @@ std::chrono::milliseconds UnusedRdmaWatcher::checkOnce() {
         warn_(unusedRdmaWarning(pod, uid, sample.after));
       }
     }
-    metrics_.clearGauge(plugin_metrics::kPodRdmaUnused.name);
+    metrics_.clearGauge(kPodRdmaUnusedMetric.name);
     for (const auto& pod : detector_.flagged()) {
       metrics_
-          .gauge(plugin_metrics::kPodRdmaUnused,
-                 {{"namespace", pod.pod_namespace}, {"pod", pod.pod_name}})
+          .gauge(kPodRdmaUnusedMetric, {{"namespace", pod.pod_namespace}, {"pod", pod.pod_name}})
           .set(1);
     }
   }

@@ -1,4 +1,4 @@
-#include "plugin/port_counters.h"
+#include "usage/port_counters.h"
 
 #include <gtest/gtest.h>
 

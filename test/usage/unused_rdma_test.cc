@@ -1,4 +1,4 @@
-#include "plugin/unused_rdma.h"
+#include "usage/unused_rdma.h"
 
 #include <gtest/gtest.h>
 
@@ -6,8 +6,6 @@
 #include <optional>
 #include <sstream>
 
-#include "plugin/pool_resource_manager.h"
-#include "test/fakes/a100_pools.h"
 #include "test/fakes/fake_clock.h"
 
 namespace kube_rdma {
@@ -29,34 +27,40 @@ std::vector<std::string> names(const std::vector<PodPortTraffic>& pods) {
 }
 
 TEST(PodPortTraffic, SumsTheDataCountersOfEachPodsPortsAcrossItsContainers) {
-  const NodePool pool = a100SharedPool(PoolMode::kExclusive);
-  const std::string mlx5_3 = exclusiveId(*a100Topology().findDevice("mlx5_3"));
-  const std::string mlx5_7 = exclusiveId(*a100Topology().findDevice("mlx5_7"));
+  // Which container holds which port is the daemon's to say: here, by container name.
+  const std::map<std::string, std::vector<HcaPort>> ports_of_container = {
+      {"pytorch", {{"mlx5_3", 1}, {"mlx5_7", 1}}}, {"sidecar", {{"mlx5_7", 1}}}, {"other", {}}};
   const std::map<std::string, uint64_t> words = {
       {"mlx5_3", 120}, {"mlx5_7", 3}, {"mlx5_5", 700}}; // mlx5_5: nobody's
   std::vector<std::string> read;
-  const auto traffic =
-      podPortTraffic({{"training", "worker-0", "pytorch", {{"rdma/shared", {mlx5_3}}}, {}},
-                      {"training", "worker-0", "sidecar", {{"rdma/shared", {mlx5_7}}}, {}},
-                      {"training", "worker-1", "pytorch", {{"nvidia.com/gpu", {"GPU-1"}}}, {}}},
-                     {pool}, a100Topology(), [&](const HcaPort& port) {
-                       read.push_back(port.device);
-                       return std::optional<uint64_t>(words.at(port.device));
-                     });
+  const auto traffic = podPortTraffic(
+      {{"training", "worker-0", "pytorch", {}, {}},
+       {"training", "worker-0", "sidecar", {}, {}},
+       {"training", "worker-1", "other", {}, {}}},
+      [&](const ContainerHoldings& container) {
+        return ports_of_container.at(container.container);
+      },
+      [&](const HcaPort& port) {
+        read.push_back(port.device);
+        return std::optional<uint64_t>(words.at(port.device));
+      });
   ASSERT_EQ(traffic.size(), 1u); // worker-1 holds no RDMA port
   EXPECT_EQ(traffic[0], (PodPortTraffic{"training", "worker-0", {"mlx5_3:1", "mlx5_7:1"}, 123}));
   EXPECT_EQ(read, (std::vector<std::string>{"mlx5_3", "mlx5_7"})); // the ports held, once each
 }
 
-TEST(PodPortTraffic, ASharedIdIsEveryPortOfThePool) {
-  const auto traffic =
-      podPortTraffic({{"training", "worker-0", "pytorch", {{"rdma/shared", {"9"}}}, {}}},
-                     {a100SharedPool(PoolMode::kShared)}, a100Topology(),
-                     [](const HcaPort&) { return std::optional<uint64_t>(0); });
+TEST(PodPortTraffic, APodWithAPortThatCannotBeReadIsLeftOut) {
+  const auto traffic = podPortTraffic(
+      {{"training", "worker-0", "pytorch", {}, {}}, {"training", "worker-1", "pytorch", {}, {}}},
+      [](const ContainerHoldings& container) {
+        return container.pod == "worker-0" ? std::vector<HcaPort>{{"mlx5_1", 1}, {"mlx5_2", 1}}
+                                           : std::vector<HcaPort>{{"mlx5_1", 1}};
+      },
+      [](const HcaPort& port) {
+        return port.device == "mlx5_2" ? std::nullopt : std::optional<uint64_t>(5);
+      });
   ASSERT_EQ(traffic.size(), 1u);
-  EXPECT_EQ(traffic[0].ports.size(), 8u);
-  EXPECT_EQ(traffic[0].ports.front(), "mlx5_1:1");
-  EXPECT_EQ(traffic[0].data_words, 0u);
+  EXPECT_EQ(traffic[0], (PodPortTraffic{"training", "worker-1", {"mlx5_1:1"}, 5}));
 }
 
 TEST(UnusedRdmaDetector, FlagsAPodOnceWhenItsPortsStayedStillForTheWholeWait) {
