@@ -6,10 +6,10 @@
 
 namespace kube_rdma {
 
-LivenessWatchdog::LivenessWatchdog(JudgeFn judge, std::chrono::milliseconds period,
+LivenessWatchdog::LivenessWatchdog(ClockPtr clock, JudgeFn judge, std::chrono::milliseconds period,
                                    std::chrono::milliseconds grace, DeadFn on_dead)
-    : judge_(std::move(judge)), period_(period), grace_(grace), on_dead_(std::move(on_dead)),
-      last_alive_(std::chrono::steady_clock::now()) {
+    : clock_(std::move(clock)), judge_(std::move(judge)), period_(period), grace_(grace),
+      on_dead_(std::move(on_dead)), last_alive_(clock_->now()) {
   judging_ = std::thread([this] { judgeEveryPeriod(); });
   watching_ = std::thread([this] { watch(); });
 }
@@ -32,18 +32,18 @@ void LivenessWatchdog::judgeEveryPeriod() {
     auto status = judge_();
     lock.lock();
     if (status) {
-      last_alive_ = std::chrono::steady_clock::now();
+      last_alive_ = clock_->now();
       last_error_.clear();
     } else {
       last_error_ = status.error().message;
     }
-  } while (!stop_.wait_for(lock, period_, [this] { return stopping_; }));
+  } while (!clock_->waitFor(lock, stop_, period_, [this] { return stopping_; }));
 }
 
 void LivenessWatchdog::watch() {
   std::unique_lock<std::mutex> lock(mutex_);
-  while (!stop_.wait_for(lock, period_, [this] { return stopping_; })) {
-    const auto silent = std::chrono::steady_clock::now() - last_alive_;
+  while (!clock_->waitFor(lock, stop_, period_, [this] { return stopping_; })) {
+    const auto silent = clock_->now() - last_alive_;
     if (silent < grace_) {
       continue;
     }

@@ -7,6 +7,7 @@
 #include <string>
 #include <thread>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/result.h"
 
@@ -22,8 +23,8 @@ public:
   using JudgeFn = std::function<Result<std::string>()>;
   using DeadFn = std::function<void(const std::string& why)>;
 
-  LivenessWatchdog(JudgeFn judge, std::chrono::milliseconds period, std::chrono::milliseconds grace,
-                   DeadFn on_dead);
+  LivenessWatchdog(ClockPtr clock, JudgeFn judge, std::chrono::milliseconds period,
+                   std::chrono::milliseconds grace, DeadFn on_dead);
   // Joins both threads: a judgement that never returns keeps it waiting.
   ~LivenessWatchdog();
   LivenessWatchdog(const LivenessWatchdog&) = delete;
@@ -33,15 +34,16 @@ private:
   void judgeEveryPeriod();
   void watch();
 
+  const ClockPtr clock_;
   const JudgeFn judge_;
   const std::chrono::milliseconds period_;
   const std::chrono::milliseconds grace_;
   const DeadFn on_dead_;
   std::mutex mutex_;
   std::condition_variable stop_;
-  bool stopping_ = false;                            // guarded by mutex_
-  std::chrono::steady_clock::time_point last_alive_; // guarded by mutex_
-  std::string last_error_;                           // guarded by mutex_; empty while ok
+  bool stopping_ = false;       // guarded by mutex_
+  Clock::TimePoint last_alive_; // guarded by mutex_
+  std::string last_error_;      // guarded by mutex_; empty while ok
   std::thread judging_;
   std::thread watching_;
 };

@@ -55,15 +55,16 @@ int run(const DraFlags& flags, const sigset_t& signals, Logger& logger) {
     logger.error("cannot configure the API client", {{"error", api_config.error().message}});
     return 1;
   }
-  RealClock clock;
-  const auto started = clock.now();
+  // One clock for every part of the driver.
+  const ClockPtr clock = std::make_shared<RealClock>();
+  const auto started = clock->now();
   MetricsRegistry registry;
   DraMetrics metrics(registry);
   ClientOptions api_options;
   // The API server's audit log tells the programs' requests apart by it.
   api_options.user_agent = "rdma-dra-driver";
   api_options.on_error = [&metrics](const ApiError& error) { metrics.recordApiError(error.code); };
-  auto api = ApiClient::fromConfig(*api_config, api_options, std::make_shared<RealClock>());
+  auto api = ApiClient::fromConfig(*api_config, api_options, clock);
   if (!api) {
     logger.error("cannot configure the API client", {{"error", api.error().message}});
     return 1;
@@ -88,8 +89,8 @@ int run(const DraFlags& flags, const sigset_t& signals, Logger& logger) {
   ApiClaimReader reader(**api);
   ClaimPreparer preparer(reader, **store,
                          PrepareContext{flags.node_name, flags.cdi_dir, flags.state_dir, *config},
-                         topology, logger, metrics, clock);
-  DraHealthService health(flags.node_name, clock);
+                         topology, logger, metrics, *clock);
+  DraHealthService health(flags.node_name, *clock);
   health.update(deviceHealth(topology, *config));
   auto server = DraKubeletServer::start(flags.plugin_registry_dir, flags.plugin_dir, preparer,
                                         health, logger);
@@ -101,15 +102,16 @@ int run(const DraFlags& flags, const sigset_t& signals, Logger& logger) {
                                       {"registration_socket", (*server)->registrationSocket()}});
   SlicePublisherOptions publishing;
   publishing.slices.share_ports = flags.share_ports;
-  SlicePublisher publisher(**api, flags.node_name, *config, logger, metrics, clock, publishing);
+  SlicePublisher publisher(**api, flags.node_name, *config, logger, metrics, *clock, publishing);
   publisher.start(topology);
   const auto alive = [&] {
     const DraKubeletServer& kubelet = **server;
     return judgeDriverLiveness({kubelet.draSocketPresent(), kubelet.registrationSocketPresent(),
                                 kubelet.registration(), started},
-                               clock.now(), flags.health_timeout);
+                               clock->now(), flags.health_timeout);
   };
-  const LivenessWatchdog liveness(alive, kLivenessPeriod, kLivenessGrace, logAndExit(logger));
+  const LivenessWatchdog liveness(clock, alive, kLivenessPeriod, kLivenessGrace,
+                                  logAndExit(logger));
   // Which pod holds which published port and what the ports carried: the kubelet is asked at
   // each scrape and by the unused-RDMA watcher, the ports follow the topology (the loop below).
   PodResourcesReader pod_resources(flags.pod_resources_socket, logger,
@@ -118,8 +120,7 @@ int run(const DraFlags& flags, const sigset_t& signals, Logger& logger) {
   port_usage.set(topology, buildPools(topology, *config));
   // A pod whose containers' NCCL cannot use a GID of the pod's own network, or that holds RDMA
   // ports and does not use them, says so in its events.
-  PodEventRecorder pod_events(**api, "rdma-dra-driver", flags.node_name,
-                              std::make_shared<RealClock>(), logger);
+  PodEventRecorder pod_events(**api, "rdma-dra-driver", flags.node_name, clock, logger);
   const PodWarningSink warn = [&pod_events](const PodWarning& warning) {
     pod_events.warn(warning);
   };
@@ -131,7 +132,7 @@ int run(const DraFlags& flags, const sigset_t& signals, Logger& logger) {
                            pods.remember(pod.namespace_(), pod.name(), pod.uid());
                          });
   UnusedRdmaWatcher unused_rdma(
-      std::make_shared<RealClock>(),
+      clock,
       [&] {
         UnusedRdmaWatcher::Sample sample{std::chrono::seconds(config->unused_rdma_after_seconds),
                                          std::nullopt};
@@ -155,7 +156,7 @@ int run(const DraFlags& flags, const sigset_t& signals, Logger& logger) {
           std::ranges::move(port_usage.scrape(pod_resources.read()), std::back_inserter(scraped));
           return registry.render() + renderScraped(scraped);
         },
-        alive, [&] { return judgeDriverReadiness(publisher.state(), clock.now()); });
+        alive, [&] { return judgeDriverReadiness(publisher.state(), clock->now()); });
     if (!started_server) {
       logger.error("cannot serve metrics", {{"error", started_server.error().message}});
       return 1;
@@ -168,10 +169,9 @@ int run(const DraFlags& flags, const sigset_t& signals, Logger& logger) {
   std::optional<NfdFeatureWriter> nfd;
   std::optional<GpuDirectReadiness> gpudirect;
   if (!flags.nfd_features_file.empty()) {
-    const auto nfd_clock = std::make_shared<RealClock>();
-    nfd.emplace(flags.nfd_features_file, flags.nfd_features_ttl, nfd_clock);
+    nfd.emplace(flags.nfd_features_file, flags.nfd_features_ttl, clock);
     gpudirect.emplace([roots](const NodeTopology& node) { return gpuDirectReady(node, roots); },
-                      gpuDirectRecheckInterval(flags.nfd_features_ttl), nfd_clock);
+                      gpuDirectRecheckInterval(flags.nfd_features_ttl), clock);
   }
   const auto labelsOf = [&](const NodeTopology& node) {
     return nfd ? nodeLabels(node, buildPools(node, *config), gpudirect->ready(node)) : NodeLabels();
@@ -195,7 +195,7 @@ int run(const DraFlags& flags, const sigset_t& signals, Logger& logger) {
     }
     NodeTopology now = discoverFromSysfs(roots);
     if (now == topology) {
-      if (gpudirect && clock.now() >= gpudirect->due()) {
+      if (gpudirect && clock->now() >= gpudirect->due()) {
         labels = labelsOf(topology);
       }
       continue;

@@ -261,7 +261,7 @@ void SlicePublisher::run() {
       wait = std::min(
           wait, std::chrono::ceil<std::chrono::milliseconds>(next_topology_at - clock_.now()));
     }
-    wake_.wait_for(lock, std::max(wait, std::chrono::milliseconds(0)),
+    clock_.waitFor(lock, wake_, std::max(wait, std::chrono::milliseconds(0)),
                    [this] { return stopping_ || wake_pending_; });
   }
 }

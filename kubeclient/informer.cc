@@ -204,7 +204,7 @@ void Informer::failed(const char* what, const ApiError& error) {
                 {"error", describe(error)},
                 {"retry_in_ms", std::to_string(delay.count())}});
   std::unique_lock<std::mutex> lock(mutex_);
-  wake_.wait_for(lock, delay, [this] { return stopping_; });
+  clock_.waitFor(lock, wake_, delay, [this] { return stopping_; });
 }
 
 } // namespace kube_rdma

@@ -49,12 +49,12 @@ NodeHealthView sampleNodeHealth(const NodeTopology& known, const std::string& sy
   return healthView(known, readPortStates(sysfs_root, known), presentUverbs(known, dev_root));
 }
 
-HealthWatcher::HealthWatcher(std::string sysfs_root, std::string dev_root,
+HealthWatcher::HealthWatcher(ClockPtr clock, std::string sysfs_root, std::string dev_root,
                              std::chrono::milliseconds interval, TopologyFn topology,
                              std::function<void(const NodeHealthView&)> on_sample,
                              std::function<void()> on_device_set_changed)
-    : sysfs_root_(std::move(sysfs_root)), dev_root_(std::move(dev_root)), port_states_(sysfs_root_),
-      topology_(std::move(topology)), on_sample_(std::move(on_sample)),
+    : clock_(std::move(clock)), sysfs_root_(std::move(sysfs_root)), dev_root_(std::move(dev_root)),
+      port_states_(sysfs_root_), topology_(std::move(topology)), on_sample_(std::move(on_sample)),
       on_device_set_changed_(std::move(on_device_set_changed)), interval_(interval),
       thread_([this] { run(); }) {}
 
@@ -83,13 +83,13 @@ void HealthWatcher::run() {
   std::shared_ptr<const NodeTopology> last_known;
   std::vector<PortStateSample> last_samples;
   std::set<std::string> last_uverbs;
-  auto last_sample = std::chrono::steady_clock::now();
+  auto last_sample = clock_->now();
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {
     // Due one interval after the last sample: a new interval moves the due time instead of
     // restarting the wait, so intervals changed faster than they elapse cannot starve sampling.
-    if (wake_.wait_until(lock, last_sample + interval_,
-                         [this] { return stopping_ || interval_changed_; })) {
+    if (clock_->waitUntil(lock, wake_, last_sample + interval_,
+                          [this] { return stopping_ || interval_changed_; })) {
       if (stopping_) {
         return;
       }
@@ -97,7 +97,7 @@ void HealthWatcher::run() {
       continue;
     }
     lock.unlock();
-    last_sample = std::chrono::steady_clock::now();
+    last_sample = clock_->now();
     const auto known = topology_();
     std::set<std::string> names;
     for (const auto& d : known->devices) {

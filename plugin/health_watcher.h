@@ -9,6 +9,7 @@
 #include <string>
 #include <thread>
 
+#include "common/clock.h"
 #include "common/sysfs_discovery.h"
 #include "plugin/pool_resource_manager.h"
 
@@ -29,8 +30,9 @@ std::set<std::string> presentUverbs(const NodeTopology& known, const std::string
 class HealthWatcher {
 public:
   using TopologyFn = std::function<std::shared_ptr<const NodeTopology>()>;
-  HealthWatcher(std::string sysfs_root, std::string dev_root, std::chrono::milliseconds interval,
-                TopologyFn topology, std::function<void(const NodeHealthView&)> on_sample,
+  HealthWatcher(ClockPtr clock, std::string sysfs_root, std::string dev_root,
+                std::chrono::milliseconds interval, TopologyFn topology,
+                std::function<void(const NodeHealthView&)> on_sample,
                 std::function<void()> on_device_set_changed);
   ~HealthWatcher();
 
@@ -41,6 +43,7 @@ public:
 private:
   void run();
 
+  const ClockPtr clock_;
   const std::string sysfs_root_;
   const std::string dev_root_;
   PortStateFiles port_states_; // used by the watcher thread only

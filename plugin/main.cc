@@ -41,7 +41,8 @@ int main(int argc, char** argv) {
     logger.error("cannot start the file watcher", {{"error", watcher.error().message}});
     return 1;
   }
-  PluginManager manager(*flags, **watcher, logger, metrics);
+  const ClockPtr clock = std::make_shared<RealClock>();
+  PluginManager manager(*flags, **watcher, logger, metrics, clock);
   if (auto status = manager.start(); !status) {
     logger.error("cannot start", {{"error", status.error().message}});
     return 1;
@@ -54,8 +55,7 @@ int main(int argc, char** argv) {
   std::optional<PodEventRecorder> pod_events;
   PodWarningSink warn;
   if (api) {
-    pod_events.emplace(*api, "rdma-device-plugin", flags->node_name, std::make_shared<RealClock>(),
-                       logger);
+    pod_events.emplace(*api, "rdma-device-plugin", flags->node_name, clock, logger);
     warn = [&pod_events](const PodWarning& warning) { pod_events->warn(warning); };
   }
   // The runtime names each pod's UID to the NRI plugin: what an event about a pod that holds
@@ -67,12 +67,13 @@ int main(int argc, char** argv) {
                            pods.remember(pod.namespace_(), pod.name(), pod.uid());
                          });
   UnusedRdmaWatcher unused_rdma(
-      std::make_shared<RealClock>(), [&manager] { return manager.unusedRdmaSample(); },
+      clock, [&manager] { return manager.unusedRdmaSample(); },
       [&pods](const std::string& ns, const std::string& name) { return pods.uid(ns, name); }, warn,
       metrics, logger);
   unused_rdma.start();
-  const LivenessWatchdog liveness([&manager] { return manager.healthz(); }, kLivenessPeriod,
-                                  kLivenessGrace, logAndExit(logger));
+  const LivenessWatchdog liveness(
+      clock, [&manager] { return manager.healthz(); }, kLivenessPeriod, kLivenessGrace,
+      logAndExit(logger));
   MetricsServerPtr metrics_server;
   if (!flags->metrics_address.empty()) {
     auto server = MetricsServer::startWhenPortIsFree(

@@ -45,22 +45,23 @@ size_t healthyCount(const DeviceList& list) {
 } // namespace
 
 PluginManager::PluginManager(PluginFlags flags, FileWatcher& watcher, Logger& logger,
-                             MetricsRegistry& metrics)
+                             MetricsRegistry& metrics, ClockPtr clock)
     : flags_(std::move(flags)), watcher_(watcher), logger_(logger), metrics_(metrics),
-      mode_(chooseRegistrationMode(flags_.plugin_registry_dir)), state_(flags_.state_dir),
-      pod_resources_(flags_.pod_resources_socket, logger_,
-                     [this] { metrics_.counter(plugin_metrics::kPodResourcesErrors).inc(); }) {
+      clock_(std::move(clock)), mode_(chooseRegistrationMode(flags_.plugin_registry_dir)),
+      state_(flags_.state_dir), pod_resources_(flags_.pod_resources_socket, logger_, [this] {
+        metrics_.counter(plugin_metrics::kPodResourcesErrors).inc();
+      }) {
   // Counters that exist from the start, so that increase() and alerts see their first rise.
   metrics_.counter(plugin_metrics::kConfigReloads, {{"outcome", "ok"}});
   metrics_.counter(plugin_metrics::kConfigReloads, {{"outcome", "error"}});
   metrics_.counter(plugin_metrics::kPodResourcesErrors);
   if (!flags_.nfd_features_file.empty()) {
     nfd_ = std::make_unique<NfdFeatureWriter>(flags_.nfd_features_file, flags_.nfd_features_ttl,
-                                              std::make_shared<RealClock>());
+                                              clock_);
     gpudirect_ = std::make_unique<GpuDirectReadiness>(
         [roots = DiscoveryRoots{flags_.sysfs_root, flags_.proc_root, flags_.dev_root}](
             const NodeTopology& topology) { return gpuDirectReady(topology, roots); },
-        gpuDirectRecheckInterval(flags_.nfd_features_ttl), std::make_shared<RealClock>());
+        gpuDirectRecheckInterval(flags_.nfd_features_ttl), clock_);
   }
 }
 
@@ -145,7 +146,7 @@ Status PluginManager::start() {
     }
   }
   health_ = std::make_unique<HealthWatcher>(
-      flags_.sysfs_root, flags_.dev_root, healthInterval(),
+      clock_, flags_.sysfs_root, flags_.dev_root, healthInterval(),
       [this] {
         std::lock_guard<std::mutex> lock(mutex_);
         return topology_;
@@ -275,7 +276,7 @@ void PluginManager::registerPending(std::unique_lock<std::mutex>& lock) {
   lock.unlock();
   for (auto& attempt : attempts) {
     const std::string& name = attempt.request.resource_name;
-    const auto started = std::chrono::steady_clock::now();
+    const auto started = clock_->now();
     auto status = registerWithKubelet(flags_.device_plugin_dir, attempt.request, kRegisterTimeout);
     metrics_
         .counter(plugin_metrics::kRegistrations,
@@ -287,7 +288,7 @@ void PluginManager::registerPending(std::unique_lock<std::mutex>& lock) {
       continue;
     }
     attempt.ok = true;
-    const std::chrono::duration<double, std::milli> ms = std::chrono::steady_clock::now() - started;
+    const std::chrono::duration<double, std::milli> ms = clock_->now() - started;
     logger_.info("registered with the kubelet", {{"resource", name},
                                                  {"mode", toString(mode_)},
                                                  {"register_ms", std::to_string(ms.count())}});
@@ -415,7 +416,7 @@ void PluginManager::run(const std::stop_token& stop) {
     // their file is due to be rewritten at the latest.
     std::optional<std::chrono::steady_clock::time_point> deadline;
     if (pending && mode_ == RegistrationMode::kClassic && kubeletSocketExists()) {
-      deadline = std::chrono::steady_clock::now() + kRegisterRetry;
+      deadline = clock_->now() + kRegisterRetry;
     }
     if (nfd_) {
       const auto due = std::min(nfd_->refreshDue(), gpudirect_->due());

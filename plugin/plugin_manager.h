@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/file_watcher.h"
 #include "common/log.h"
 #include "common/metrics.h"
@@ -42,7 +43,8 @@ namespace kube_rdma {
 // /metrics serves are judged again when the config or the devices change, not per scrape.
 class PluginManager {
 public:
-  PluginManager(PluginFlags flags, FileWatcher& watcher, Logger& logger, MetricsRegistry& metrics);
+  PluginManager(PluginFlags flags, FileWatcher& watcher, Logger& logger, MetricsRegistry& metrics,
+                ClockPtr clock);
   ~PluginManager();
 
   // Discovers, loads the config, serves every pool and starts watching. Registration happens in
@@ -102,6 +104,7 @@ private:
   FileWatcher& watcher_;
   Logger& logger_;
   MetricsRegistry& metrics_;
+  const ClockPtr clock_;
   const RegistrationMode mode_;
   const StateWriter state_;
   // Which pod holds which ID: read at each scrape and by unusedRdmaSample.

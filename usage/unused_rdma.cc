@@ -144,7 +144,7 @@ void UnusedRdmaWatcher::run() {
     lock.unlock();
     const auto wait = checkOnce();
     lock.lock();
-    wake_.wait_for(lock, wait, [this] { return stopping_; });
+    clock_->waitFor(lock, wake_, wait, [this] { return stopping_; });
   }
 }
 

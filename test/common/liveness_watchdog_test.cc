@@ -5,9 +5,12 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+
+#include "test/fakes/fake_clock.h"
 
 namespace kube_rdma {
 namespace {
@@ -40,33 +43,46 @@ private:
   int calls_ = 0;
 };
 
-TEST(LivenessWatchdog, AJudgementThatKeepsFailingIsDeathWithItsReason) {
+// The kubelet probe's numbers: asked every 10 s, dead after 30 s without an ok.
+constexpr milliseconds kPeriod = std::chrono::seconds(10);
+constexpr milliseconds kGrace = std::chrono::seconds(30);
+
+TEST(LivenessWatchdog, AJudgementThatKeepsFailingIsDeathWithItsReasonAfterTheGrace) {
   Verdict verdict;
+  const auto clock = std::make_shared<FakeClock>();
   LivenessWatchdog watchdog(
-      [] { return Result<std::string>(makeError("pool rdma/hca is not serving")); },
-      milliseconds(1), milliseconds(20), [&verdict](const std::string& why) { verdict(why); });
-  const auto why = verdict.waitForDeath();
-  ASSERT_TRUE(why);
-  EXPECT_TRUE(why->starts_with("unhealthy for ")) << *why;
-  EXPECT_TRUE(why->ends_with(" ms: pool rdma/hca is not serving")) << *why;
+      clock, [] { return Result<std::string>(makeError("pool rdma/hca is not serving")); }, kPeriod,
+      kGrace, [&verdict](const std::string& why) { verdict(why); });
+  for (int round = 0; round < 2; ++round) {
+    ASSERT_TRUE(clock->awaitParked(2)); // both threads wait for the next period
+    clock->advance(kPeriod);
+  }
+  ASSERT_TRUE(clock->awaitParked(2));
+  EXPECT_EQ(verdict.calls(), 0); // 20 s: within the grace
+  clock->advance(kPeriod);
+  EXPECT_EQ(verdict.waitForDeath(), "unhealthy for 30000 ms: pool rdma/hca is not serving");
 }
 
 TEST(LivenessWatchdog, AJudgementThatNeverReturnsIsDeath) {
   Verdict verdict;
+  const auto clock = std::make_shared<FakeClock>();
   std::mutex mutex;
   std::condition_variable released;
   bool release = false;
   {
     LivenessWatchdog watchdog(
+        clock,
         [&]() -> Result<std::string> {
           std::unique_lock<std::mutex> lock(mutex);
           released.wait(lock, [&] { return release; }); // a deadlocked daemon
           return std::string("ok\n");
         },
-        milliseconds(1), milliseconds(20), [&verdict](const std::string& why) { verdict(why); });
-    const auto why = verdict.waitForDeath();
-    ASSERT_TRUE(why);
-    EXPECT_TRUE(why->starts_with("the health judgement has not returned for ")) << *why;
+        kPeriod, kGrace, [&verdict](const std::string& why) { verdict(why); });
+    for (int round = 0; round < 3; ++round) {
+      ASSERT_TRUE(clock->awaitParked(1)); // the watching thread; the judging one is stuck
+      clock->advance(kPeriod);
+    }
+    EXPECT_EQ(verdict.waitForDeath(), "the health judgement has not returned for 30000 ms");
     {
       std::lock_guard<std::mutex> lock(mutex);
       release = true;
@@ -78,21 +94,26 @@ TEST(LivenessWatchdog, AJudgementThatNeverReturnsIsDeath) {
 
 TEST(LivenessWatchdog, FailuresShorterThanTheGraceAreNotDeath) {
   Verdict verdict;
+  const auto clock = std::make_shared<FakeClock>();
   std::atomic<int> judged = 0;
   {
-    // Every other judgement fails: each failure is followed by an ok well within the grace.
+    // Every other judgement fails: 20 s at most without an ok, under the grace of 30.
     LivenessWatchdog watchdog(
+        clock,
         [&judged]() -> Result<std::string> {
           if (++judged % 2 == 0) {
             return makeError("registration refused");
           }
           return std::string("ok\n");
         },
-        milliseconds(1), std::chrono::minutes(1),
-        [&verdict](const std::string& why) { verdict(why); });
-    while (judged < 50) {
-      std::this_thread::yield();
+        kPeriod, kGrace, [&verdict](const std::string& why) { verdict(why); });
+    for (int round = 0; round < 20; ++round) {
+      // A watchdog that took these failures for death would have stopped watching.
+      ASSERT_TRUE(clock->awaitParked(2)) << "round " << round;
+      clock->advance(kPeriod);
     }
+    ASSERT_TRUE(clock->awaitParked(2));
+    EXPECT_EQ(judged.load(), 21); // once at the start, once per period
   }
   EXPECT_EQ(verdict.calls(), 0);
 }

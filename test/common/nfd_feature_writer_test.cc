@@ -7,6 +7,7 @@
 
 #include "common/node_snapshot.h"
 #include "common/sysfs_discovery.h"
+#include "test/fakes/fake_clock.h"
 #include "test/nfd_feature_reader.h"
 #include "test/plugin/temp_dir.h"
 #include "test/plugin/test_files.h"
@@ -16,19 +17,6 @@ namespace {
 
 using std::chrono::minutes;
 using std::chrono::seconds;
-
-class FakeClock final : public Clock {
-public:
-  std::chrono::steady_clock::time_point now() const override { return steady; }
-  std::chrono::system_clock::time_point wallNow() const override { return wall; }
-  void advance(std::chrono::seconds by) {
-    steady += by;
-    wall += by;
-  }
-
-  std::chrono::steady_clock::time_point steady{};
-  std::chrono::system_clock::time_point wall = std::chrono::system_clock::from_time_t(1796119200);
-};
 
 const NodeLabels kLabels{{"kube-rdma.io/rdma", "true"}, {"kube-rdma.io/data-ports", "8"}};
 
@@ -42,7 +30,8 @@ protected:
 
   TempDir dir_;
   const std::string path_ = dir_.path() + "/features.d/kube-rdma";
-  std::shared_ptr<FakeClock> clock_ = std::make_shared<FakeClock>();
+  std::shared_ptr<FakeClock> clock_ =
+      std::make_shared<FakeClock>(std::chrono::system_clock::from_time_t(1796119200));
   NfdFeatureWriter writer_{path_, minutes(10), clock_};
 };
 
@@ -52,8 +41,8 @@ TEST_F(NfdFeatureWriterTest, WritesTheLabelsWithAnExpiryTtlAhead) {
   EXPECT_TRUE(*written);
   const ReadFeatureFile file = read();
   EXPECT_EQ(file.labels, kLabels);
-  EXPECT_EQ(file.expiry, clock_->wall + minutes(10));
-  EXPECT_EQ(writer_.refreshDue(), clock_->steady + minutes(5));
+  EXPECT_EQ(file.expiry, clock_->wallNow() + minutes(10));
+  EXPECT_EQ(writer_.refreshDue(), clock_->now() + minutes(5));
 }
 
 TEST_F(NfdFeatureWriterTest, RewritesHalfWayToTheExpiryAndNotBefore) {
@@ -62,14 +51,14 @@ TEST_F(NfdFeatureWriterTest, RewritesHalfWayToTheExpiryAndNotBefore) {
   auto written = writer_.update(kLabels);
   ASSERT_TRUE(written.ok());
   EXPECT_FALSE(*written);
-  EXPECT_EQ(read().expiry, clock_->wall - seconds(299) + minutes(10));
+  EXPECT_EQ(read().expiry, clock_->wallNow() - seconds(299) + minutes(10));
   clock_->advance(seconds(1));
   written = writer_.update(kLabels);
   ASSERT_TRUE(written.ok());
   EXPECT_TRUE(*written);
   // NFD would still have had 5 minutes of the old file; the new one runs 10 from now.
-  EXPECT_EQ(read().expiry, clock_->wall + minutes(10));
-  EXPECT_EQ(writer_.refreshDue(), clock_->steady + minutes(5));
+  EXPECT_EQ(read().expiry, clock_->wallNow() + minutes(10));
+  EXPECT_EQ(writer_.refreshDue(), clock_->now() + minutes(5));
 }
 
 TEST_F(NfdFeatureWriterTest, RewritesAtOnceWhenALabelChanges) {
@@ -101,7 +90,7 @@ TEST_F(NfdFeatureWriterTest, AFailedWriteIsAnErrorAndIsTriedAgainSoon) {
   ASSERT_FALSE(written.ok());
   EXPECT_NE(written.error().message.find("features.d"), std::string::npos)
       << written.error().message;
-  EXPECT_EQ(writer_.refreshDue(), clock_->steady + seconds(10));
+  EXPECT_EQ(writer_.refreshDue(), clock_->now() + seconds(10));
   std::filesystem::remove(dir_.path() + "/features.d");
   written = writer_.update(kLabels); // same labels, but the last ones were never written
   ASSERT_TRUE(written.ok()) << written.error().message;
@@ -143,7 +132,7 @@ TEST(GpuDirectReadiness, JudgesAgainOncePerIntervalAndForEveryNewTopology) {
   clock->advance(seconds(59));
   EXPECT_FALSE(readiness.ready(topology)); // not judged again yet
   EXPECT_EQ(judged, 1);
-  EXPECT_EQ(readiness.due(), clock->steady + seconds(1));
+  EXPECT_EQ(readiness.due(), clock->now() + seconds(1));
   clock->advance(seconds(1));
   EXPECT_TRUE(readiness.ready(topology));
   EXPECT_EQ(judged, 2);

@@ -220,8 +220,8 @@ TEST(PluginConcurrency, HealthWatcherThreadWhileIntervalsAndPortsChange) {
     Streams streams(manager, 2);
     Allocations allocations(manager, ids, 1);
     HealthWatcher watcher(
-        node + "/sys", node + "/dev", milliseconds(10), [&] { return topology; },
-        [&](const NodeHealthView& view) { manager.update(view); },
+        std::make_shared<RealClock>(), node + "/sys", node + "/dev", milliseconds(10),
+        [&] { return topology; }, [&](const NodeHealthView& view) { manager.update(view); },
         [&] { device_set_changes.fetch_add(1); });
     std::jthread intervals([&](const std::stop_token& stop) {
       for (int i = 0; !stop.stop_requested(); ++i) {
