@@ -8,7 +8,7 @@
 
 #include "webhook/shorthand.h"
 #include "common/strings.h"
-#include "webhook/json_text.h"
+#include "webhook/json_patch_writer.h"
 #include "webhook/pod_fields.h"
 
 namespace kube_rdma {
@@ -262,163 +262,6 @@ bool runsAsNonRoot(JsonElement spec, JsonElement container) {
   return non_root && non_root->get(yes) == simdjson::SUCCESS && yes;
 }
 
-// What the mutator adds below one member of the pod: a string, members of an object, or elements
-// appended to an array, in the order added.
-struct Addition {
-  enum class Kind { kString, kObject, kArray };
-  Kind kind = Kind::kObject;
-  std::string key;                // its name as a member of an object
-  std::string text;               // kString: the value
-  std::vector<Addition> children; // kObject: the members; kArray: the elements
-
-  static Addition string(std::string value) { return {Kind::kString, "", std::move(value), {}}; }
-  static Addition object(std::initializer_list<std::pair<const char*, Addition>> members);
-
-  // The member `name`, nullptr when there is none.
-  Addition* find(std::string_view name) {
-    auto it = std::find_if(children.begin(), children.end(),
-                           [name](const Addition& c) { return c.key == name; });
-    return it == children.end() ? nullptr : &*it;
-  }
-  // The member `name`, created empty (of kind `created`) on first use.
-  Addition& at(std::string_view name, Kind created = Kind::kObject) {
-    if (Addition* existing = find(name)) {
-      return *existing;
-    }
-    children.push_back({created, std::string(name), "", {}});
-    return children.back();
-  }
-  void set(std::string_view name, std::string value) {
-    at(name, Kind::kString).text = std::move(value);
-  }
-  void append(std::string_view name, Addition element) {
-    at(name, Kind::kArray).children.push_back(std::move(element));
-  }
-};
-
-Addition Addition::object(std::initializer_list<std::pair<const char*, Addition>> members) {
-  Addition out;
-  for (const auto& [name, value] : members) {
-    out.children.push_back(value);
-    out.children.back().key = name;
-  }
-  return out;
-}
-
-// A pod member the additions cannot go into (an env that is a string...): the pod is left alone.
-struct UnexpectedShape {
-  std::string what;
-};
-
-void appendJson(std::string& out, const Addition& value) {
-  switch (value.kind) {
-  case Addition::Kind::kString:
-    appendJsonString(out, value.text);
-    return;
-  case Addition::Kind::kObject:
-  case Addition::Kind::kArray:
-    const bool object = value.kind == Addition::Kind::kObject;
-    out += object ? '{' : '[';
-    for (size_t i = 0; i < value.children.size(); ++i) {
-      out += i == 0 ? "" : ",";
-      if (object) {
-        appendJsonString(out, value.children[i].key);
-        out += ':';
-      }
-      appendJson(out, value.children[i]);
-    }
-    out += object ? '}' : ']';
-    return;
-  }
-}
-
-// Adds to this pass's kube-rdma.io/injected record what the previous pass's record holds and this
-// one lacks, so nothing recorded is lost. The webhook records strings only; a previous record of
-// another shape is replaced.
-void mergeRecord(std::string_view previous, Addition& record) {
-  simdjson::dom::parser parser;
-  JsonElement old;
-  JsonElement containers;
-  simdjson::dom::object names;
-  if (previous.empty() ||
-      parser.parse(previous.data(), previous.size()).get(old) != simdjson::SUCCESS ||
-      !member(old, "containers", containers) || containers.get(names) != simdjson::SUCCESS) {
-    return;
-  }
-  for (const auto field : names) {
-    Addition& merged = record.at("containers").at(field.key, Addition::Kind::kArray);
-    for (JsonElement item : arrayOf(field.value)) {
-      if (item.is_string() &&
-          !std::any_of(merged.children.begin(), merged.children.end(),
-                       [&](const Addition& a) { return a.text == stringOf(item); })) {
-        merged.children.push_back(Addition::string(std::string(stringOf(item))));
-      }
-    }
-  }
-  for (const char* key : {"profile", "volume"}) {
-    if (record.find(key) == nullptr && !stringMember(old, key).empty()) {
-      record.set(key, std::string(stringMember(old, key)));
-    }
-  }
-}
-
-// RFC 6901: "~" and "/" in a key are escaped.
-std::string childPath(const std::string& path, std::string_view key) {
-  std::string out = path + "/";
-  for (const char c : key) {
-    out += c == '~' ? "~0" : c == '/' ? "~1" : std::string(1, c);
-  }
-  return out;
-}
-
-// Writes the RFC 6902 operations that add `additions` to `base`, the member of the pod at `path`
-// (nullopt: absent). The mutator only adds, so no diff is needed: a member the pod lacks (absent
-// or null) is added whole, an array gets its new elements appended ("/-"), a string that differs
-// is replaced by "add", and every path names what the pod has.
-void writePatch(std::optional<JsonElement> base, const Addition& additions, const std::string& path,
-                std::string& patch) {
-  const auto add = [&patch](const std::string& op_path, const Addition& value) {
-    patch += patch.empty() ? "[" : ",";
-    patch += R"({"op":"add","path":)";
-    appendJsonString(patch, op_path);
-    patch += R"(,"value":)";
-    appendJson(patch, value);
-    patch += '}';
-  };
-  if (!base || base->is_null()) {
-    add(path, additions);
-    return;
-  }
-  switch (additions.kind) {
-  case Addition::Kind::kString:
-    if (!base->is_string() || stringOf(*base) != additions.text) {
-      add(path, additions);
-    }
-    return;
-  case Addition::Kind::kObject:
-    if (additions.children.empty()) {
-      return;
-    }
-    if (!base->is_object()) {
-      throw UnexpectedShape{path + " is not an object"};
-    }
-    for (const Addition& child : additions.children) {
-      JsonElement value;
-      writePatch(member(*base, child.key, value) ? std::optional<JsonElement>(value) : std::nullopt,
-                 child, childPath(path, child.key), patch);
-    }
-    return;
-  case Addition::Kind::kArray:
-    if (!base->is_array()) {
-      throw UnexpectedShape{path + " is not an array"};
-    }
-    for (const Addition& element : additions.children) {
-      add(path + "/-", element);
-    }
-    return;
-  }
-}
-
 // The memory volumes after the mutation: name, sizeLimit ("" when none).
 using ShmVolumes = std::vector<std::pair<std::string, std::string>>;
 
@@ -521,8 +364,9 @@ void warnAbout(JsonElement spec, const ShmVolumes& volumes, const std::vector<Rd
   }
 }
 
-MutationResult mutate(JsonElement pod, const std::string& request_namespace,
-                      const WebhookPolicy& policy, const PodRdmaClaims& claims) {
+// An error names the member of the pod the mutation cannot go into.
+Result<MutationResult> mutate(JsonElement pod, const std::string& request_namespace,
+                              const WebhookPolicy& policy, const PodRdmaClaims& claims) {
   MutationResult result;
   result.skipped = podSkipReason(pod, request_namespace, policy);
   JsonElement spec;
@@ -560,7 +404,7 @@ MutationResult mutate(JsonElement pod, const std::string& request_namespace,
     return result;
   }
   if (has_metadata && !metadata.is_null() && !metadata.is_object()) {
-    throw UnexpectedShape{"/metadata is not an object"};
+    return makeError("/metadata is not an object");
   }
 
   Addition record; // the kube-rdma.io/injected annotation
@@ -640,14 +484,23 @@ MutationResult mutate(JsonElement pod, const std::string& request_namespace,
   metadata_additions.at("annotations").set(kInjectedAnnotation, std::move(record_text));
 
   // The patch: what each member gained, at the paths of the pod as sent.
-  writePatch(has_metadata ? std::optional<JsonElement>(metadata) : std::nullopt, metadata_additions,
-             "/metadata", result.patch);
-  for (const RdmaContainer& c : rdma) {
-    writePatch(c.pod_value, c.additions,
-               "/spec/" + std::string(c.list) + "/" + std::to_string(c.index), result.patch);
+  if (Status s = writePatch(has_metadata ? std::optional<JsonElement>(metadata) : std::nullopt,
+                            metadata_additions, "/metadata", result.patch);
+      !s.ok()) {
+    return s.error();
   }
-  writePatch(spec, spec_additions, "/spec", result.patch);
-  result.patch += ']';
+  for (const RdmaContainer& c : rdma) {
+    if (Status s = writePatch(c.pod_value, c.additions,
+                              "/spec/" + std::string(c.list) + "/" + std::to_string(c.index),
+                              result.patch);
+        !s.ok()) {
+      return s.error();
+    }
+  }
+  if (Status s = writePatch(spec, spec_additions, "/spec", result.patch); !s.ok()) {
+    return s.error();
+  }
+  result.patch += ']'; // writePatch opened the array
   return result;
 }
 
@@ -677,15 +530,15 @@ std::string podSkipReason(JsonElement pod, const std::string& request_namespace,
 
 MutationResult mutatePod(JsonElement pod, const std::string& request_namespace,
                          const WebhookPolicy& policy, const PodRdmaClaims& claims) {
-  try {
-    return mutate(pod, request_namespace, policy, claims);
-  } catch (const UnexpectedShape& e) {
-    // A pod the API server decoded always has the shapes read above; anything else is left alone.
-    MutationResult result;
-    result.skipped = "malformed pod";
-    result.warnings.push_back("pod left unchanged: unexpected shape: " + e.what);
-    return result;
+  Result<MutationResult> mutated = mutate(pod, request_namespace, policy, claims);
+  if (mutated.ok()) {
+    return std::move(mutated).value();
   }
+  // A pod the API server decoded always has the shapes read above; anything else is left alone.
+  MutationResult result;
+  result.skipped = "malformed pod";
+  result.warnings.push_back("pod left unchanged: unexpected shape: " + mutated.error().message);
+  return result;
 }
 
 } // namespace kube_rdma
