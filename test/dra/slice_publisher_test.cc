@@ -9,6 +9,7 @@
 
 #include "dra/resource_slice.h"
 #include "test/dra/dra_test_support.h"
+#include "test/fakes/fake_clock.h"
 #include "test/apiserver/simulated_api.h"
 #include "test/webhook/eventually.h"
 
@@ -205,15 +206,19 @@ TEST_F(SlicePublisherTest, ASliceSomeoneChangedIsPutBack) {
 }
 
 TEST_F(SlicePublisherTest, OnceInStepItSendsNothingAndAChangeIsOnePut) {
-  SlicePublisher publisher(api_.api(), kTestNode, defaultPluginConfig(), logger_, metrics_, clock_,
+  FakeClock clock;
+  SlicePublisher publisher(api_.api(), kTestNode, defaultPluginConfig(), logger_, metrics_, clock,
                            fast_);
   publisher.start(topology_);
   ASSERT_TRUE(eventually([&] { return publishedExactly(8, 1); })) << log_.str();
   // The Node's GET, the LIST, the POST and the WATCH reached the server.
   ASSERT_TRUE(eventually([&] { return api_.simulator().requestCount() == 4; }));
   const size_t requests = api_.simulator().requestCount();
-  // The old publisher listed every second; any polling under 200 ms would show here.
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  // In step, the publisher waits for the topology or the watch; the old one listed every second.
+  // 59 minutes of its clock later it is waiting again and has asked nothing.
+  ASSERT_TRUE(clock.awaitParked(1));
+  clock.advance(std::chrono::minutes(59));
+  ASSERT_TRUE(clock.awaitParked(1));
   EXPECT_EQ(api_.simulator().requestCount(), requests);
   NodeTopology smaller = topology_;
   smaller.devices.pop_back();
