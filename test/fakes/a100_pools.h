@@ -16,8 +16,9 @@ inline const NodeTopology& a100Topology() {
   return topology;
 }
 
-// rdma/shared of the default config, its pools in `mode`: the eight data ports mlx5_1..mlx5_8.
-inline NodePool a100SharedPool(PoolMode mode) {
+// rdma/shared of the default config (shared), its pools in `mode`: the eight data ports
+// mlx5_1..mlx5_8.
+inline NodePool a100SharedPool(PoolMode mode = PoolMode::kShared) {
   PluginConfig config = defaultPluginConfig();
   for (auto& spec : config.pools) {
     spec.mode = mode;

@@ -6,29 +6,12 @@
 #include <sstream>
 #include <string>
 
-#include "common/pools.h"
-#include "common/sysfs_discovery.h"
+#include "test/fakes/a100_pools.h"
 #include "test/plugin/test_files.h"
 
 namespace kube_rdma {
 
 inline const std::string kA100 = std::string(KUBE_RDMA_FIXTURES) + "/a100-roce";
-
-// The guide's node as the plugin discovers it.
-inline const NodeTopology& a100Topology() {
-  static const NodeTopology topology = discoverFromSysfs({kA100 + "/sys", kA100 + "/proc"});
-  return topology;
-}
-
-// Its rdma/shared pool: the eight RoCE HCAs mlx5_1..mlx5_8.
-inline NodePool a100SharedPool() {
-  for (auto& pool : buildPools(a100Topology(), defaultPluginConfig())) {
-    if (pool.spec.resource_name == "rdma/shared") {
-      return pool;
-    }
-  }
-  return {};
-}
 
 struct ShellResult {
   int exit_code = -1; // -1: killed by a signal

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "test/memlock/memlock_test_support.h"
+#include "test/fakes/a100_pools.h"
 
 namespace kube_rdma {
 namespace {
