@@ -318,12 +318,26 @@ TEST_F(SlicePublisherTest, SharedPortsAreStoredAsSentAndNotRewritten) {
   EXPECT_EQ(nodeSlices()[0]["spec"]["devices"][0]["allowMultipleAllocations"], true);
 }
 
-TEST_F(SlicePublisherTest, ServerErrorsAreRetried) {
+TEST_F(SlicePublisherTest, ServerErrorsAreRetriedAfterABackoff) {
   api_.simulator().failNext(5, 500);
-  SlicePublisher publisher(api_.api(), kTestNode, defaultPluginConfig(), logger_, metrics_, clock_,
+  FakeClock clock;
+  SlicePublisher publisher(api_.api(), kTestNode, defaultPluginConfig(), logger_, metrics_, clock,
                            fast_);
   publisher.start(topology_);
-  ASSERT_TRUE(eventually([&] { return publishedExactly(8, 1); })) << log_.str();
+  // Each failure is followed by a wait of at least the backoff's 10 ms on the publisher's clock
+  // (its own or its informer's): stepped 5 ms at a time, the five failures take several steps. A
+  // retry without a wait would publish with the clock standing still.
+  int steps = 0;
+  while (!publishedExactly(8, 1)) {
+    ASSERT_TRUE(clock.awaitParked(1)) << log_.str();
+    if (publishedExactly(8, 1)) {
+      break;
+    }
+    ASSERT_LT(steps, 1000) << log_.str();
+    clock.advance(std::chrono::milliseconds(5));
+    ++steps;
+  }
+  EXPECT_GE(steps, 2);
   EXPECT_NE(log_.str().find("retrying"), std::string::npos);
 }
 
