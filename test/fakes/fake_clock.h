@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 
 #include "common/clock.h"
 
@@ -59,6 +60,18 @@ public:
       return static_cast<size_t>(std::ranges::count_if(
                  parked_, [&](const auto& entry) { return entry.second > now_; })) >= threads;
     });
+  }
+
+  // How far ahead the nearest deadline a thread waits for lies; nullopt when none is ahead.
+  std::optional<std::chrono::steady_clock::duration> soonestWait() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::optional<std::chrono::steady_clock::duration> soonest;
+    for (const auto& [id, deadline] : parked_) {
+      if (deadline > now_ && (!soonest || deadline - now_ < *soonest)) {
+        soonest = deadline - now_;
+      }
+    }
+    return soonest;
   }
 
 private:
