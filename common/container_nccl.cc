@@ -139,6 +139,11 @@ NcclHookArgs parseNcclHookArgs(const std::vector<std::string>& args) {
   return o;
 }
 
+bool rdmaNetnsIsExclusive(const std::string& sysfs_root) {
+  auto mode = readAttribute(sysfs_root + "/module/ib_core/parameters/netns_mode");
+  return mode && trimmed(*mode) == "N";
+}
+
 ContainerGidDecision decideContainerGid(const ContainerSpec& spec, const ContainerGidInputs& in) {
   const LogField pod{"pod", spec.pod};
   const LogField container{"container", in.container_id};
@@ -174,12 +179,29 @@ ContainerGidDecision decideContainerGid(const ContainerSpec& spec, const Contain
                    "cannot read the node's nccl.conf, left as it is",
                    {pod, container, {"error", conf_text.error().message}});
   }
+  DiscoveryRoots roots = in.roots;
+  if (in.exclusive_rdma_netns) {
+    const bool mounts_sys = std::any_of(spec.mounts.begin(), spec.mounts.end(),
+                                        [](const auto& mount) { return mount.first == "/sys"; });
+    if (spec.rootfs.empty() || !mounts_sys) {
+      return decided(NcclHookOutcome::kExclusiveNetns,
+                     spec.rootfs.empty() ? LogLevel::kInfo : LogLevel::kWarn,
+                     spec.rootfs.empty()
+                         ? "exclusive RDMA netns mode: the pod's own devices show only in a sysfs "
+                           "of its namespace, which the runtime mounts later; "
+                           "kube-rdma-nccl-hook resolves the index there"
+                         : "exclusive RDMA netns mode and the container mounts no /sys: its own "
+                           "devices cannot be read, nccl.conf left as the node wrote it",
+                     {pod, container});
+    }
+    roots.sysfs_root = spec.rootfs + "/sys";
+  }
   const NcclEnv node_settings = parseNcclConf(*conf_text);
   // Only the granted ports, each table read up to the container's own entry.
   const NodeTopology topology =
-      discoverPorts(in.roots, hcaPortsOf(node_settings), {GidTables::kUntilSelected, {in.policy}});
+      discoverPorts(roots, hcaPortsOf(node_settings), {GidTables::kUntilSelected, {in.policy}});
   // Without the namespace's addresses every GID would look like another's.
-  const std::string addresses_path = in.roots.proc_root + "/net/fib_trie";
+  const std::string addresses_path = roots.proc_root + "/net/fib_trie";
   for (const auto& warning : topology.warnings) {
     if (warning.path == addresses_path) {
       return decided(NcclHookOutcome::kError, LogLevel::kError,

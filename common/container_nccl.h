@@ -82,11 +82,21 @@ struct ContainerGidInputs {
   DiscoveryRoots roots;
   GidSelectionPolicy policy;
   bool cluster_network_only = false; // loopback and veth alone: no GID of its own to look for
+  // The kernel's RDMA netns mode is exclusive (rdmaNetnsIsExclusive): a device moved into the
+  // container's namespace shows only in a sysfs mounted there, so the GID tables are read from
+  // the container's own /sys (the runtime mounts it before createContainer), not roots.sysfs_root.
+  bool exclusive_rdma_netns = false;
 };
+
+// Whether `<sysfs_root>/module/ib_core/parameters/netns_mode` says "N": the kernel's exclusive
+// RDMA netns mode (`rdma system set netns exclusive`). Absent or unreadable: shared, the default.
+bool rdmaNetnsIsExclusive(const std::string& sysfs_root);
 
 // Left alone: a hostNetwork container, a user's own NCCL_IB_GID_INDEX in the environment, no
 // nccl.conf mount. Else the node's nccl.conf and the granted ports' GID tables are read and
-// resolveContainerNcclConf applied. Never throws; trouble is kError with the reason logged.
+// resolveContainerNcclConf applied; in exclusive mode the tables are the container's /sys's, and
+// a spec without a root filesystem and a /sys mount is kExclusiveNetns. Never throws; trouble is
+// kError with the reason logged.
 ContainerGidDecision decideContainerGid(const ContainerSpec& spec, const ContainerGidInputs& in);
 
 } // namespace kube_rdma

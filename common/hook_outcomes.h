@@ -27,10 +27,13 @@ enum class NcclHookOutcome {
   kNoRocePort,    // the granted ports are InfiniBand: no GID index to choose
   kNoNcclConf,    // the container has no nccl.conf mount to replace
   kError,         // something could not be read or mounted: the node's nccl.conf stays
+  // The kernel's exclusive RDMA netns mode, and no sysfs of the container's namespace to read
+  // its own devices in (the NRI plugin, before the runtime mounts one): the hook resolves it
+  kExclusiveNetns,
 };
-inline constexpr std::array<std::string_view, 8> kNcclHookOutcomeNames{
-    "own-gid-index",  "host-network", "user-set",     "no-own-gid",
-    "ports-disagree", "no-roce-port", "no-nccl-conf", "error"};
+inline constexpr std::array<std::string_view, 9> kNcclHookOutcomeNames{
+    "own-gid-index", "host-network", "user-set", "no-own-gid",     "ports-disagree",
+    "no-roce-port",  "no-nccl-conf", "error",    "exclusive-netns"};
 std::string_view toString(NcclHookOutcome outcome);
 
 using HookOutcomeCounts = std::map<std::string, uint64_t, std::less<>>;

@@ -154,6 +154,7 @@ NcclHookOutcome resolve(Logger& log, const NcclHookArgs& options, const OciState
   // The common case, a pod on the cluster network alone, without reading a GID table.
   auto links = listNetnsLinks();
   inputs.cluster_network_only = links && !mayHoldGids(*links);
+  inputs.exclusive_rdma_netns = rdmaNetnsIsExclusive(options.sysfs_root);
   ContainerGidDecision decision = decideContainerGid(*spec, inputs);
   if (decision.outcome == NcclHookOutcome::kOwnGidIndex) {
     auto text = renderNcclConf(decision.resolved->settings);

@@ -72,11 +72,14 @@ NcclEnvAdjustment adjustNcclEnv(const nriapi::CreateContainerRequest& request,
     out.decision.fields = {pod, container};
     return out;
   }
-  out.decision = decideContainerGid(
-      spec, {request.container().id(),
-             args.container_path,
-             {options.sysfs_root, options.host_proc_root + "/" + std::to_string(pid)},
-             args.policy});
+  ContainerGidInputs inputs{
+      request.container().id(),
+      args.container_path,
+      {options.sysfs_root, options.host_proc_root + "/" + std::to_string(pid)},
+      args.policy};
+  // No root filesystem is mounted yet: in exclusive mode the decision leaves it to the hook.
+  inputs.exclusive_rdma_netns = rdmaNetnsIsExclusive(options.sysfs_root);
+  out.decision = decideContainerGid(spec, inputs);
   if (out.decision.outcome == NcclHookOutcome::kOwnGidIndex) {
     const std::string index = std::to_string(*out.decision.resolved->choice.index);
     auto* env = out.adjust.add_env();

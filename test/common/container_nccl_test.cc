@@ -121,5 +121,49 @@ TEST(DecideContainerGid, TheNriPluginsValueIsNotTheUsers) {
   std::filesystem::remove_all(dir);
 }
 
+// The kernel's exclusive RDMA netns mode: the host's sysfs shows no device moved into a pod, so
+// the tables come from the container's own /sys (here the fixture's, which the runtime would have
+// mounted in the pod's namespace); a spec that cannot give one says so.
+TEST(DecideContainerGid, InExclusiveModeTheTablesAreTheContainersOwnSysfs) {
+  const std::filesystem::path dir = ::testing::TempDir() + "/decide-exclusive";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir / "host-sys/module/ib_core/parameters");
+  std::ofstream(dir / "host-sys/module/ib_core/parameters/netns_mode") << "N\n";
+  std::filesystem::create_directories(dir / "rootfs");
+  std::filesystem::create_directory_symlink(kFixture + "/sys", dir / "rootfs/sys");
+  std::ofstream(dir / "nccl.conf") << "NCCL_IB_HCA==mlx5_1:1,mlx5_2:1\n";
+  ASSERT_TRUE(rdmaNetnsIsExclusive((dir / "host-sys").string()));
+  EXPECT_FALSE(rdmaNetnsIsExclusive(kFixture + "/sys")); // "Y"
+  EXPECT_FALSE(rdmaNetnsIsExclusive((dir / "absent").string()));
+
+  ContainerSpec spec;
+  spec.own_network_namespace = true;
+  spec.rootfs = (dir / "rootfs").string();
+  spec.mounts = {{"/sys", "sysfs"}, {"/etc/nccl.conf", (dir / "nccl.conf").string()}};
+  ContainerGidInputs in{
+      "c1", "/etc/nccl.conf", {(dir / "host-sys").string(), kFixture + "/pods/podA/proc"}, {}};
+  // Shared mode would read the host's sysfs, which has no such device.
+  const ContainerGidDecision shared = decideContainerGid(spec, in);
+  EXPECT_EQ(shared.outcome, NcclHookOutcome::kError);
+  in.exclusive_rdma_netns = true;
+  const ContainerGidDecision own = decideContainerGid(spec, in);
+  ASSERT_EQ(own.outcome, NcclHookOutcome::kOwnGidIndex) << own.message;
+  EXPECT_EQ(own.resolved->choice.index, 7u);
+
+  ContainerSpec no_sys = spec;
+  no_sys.mounts.erase(no_sys.mounts.begin());
+  const ContainerGidDecision unread = decideContainerGid(no_sys, in);
+  EXPECT_EQ(unread.outcome, NcclHookOutcome::kExclusiveNetns);
+  EXPECT_EQ(unread.level, LogLevel::kWarn);
+  EXPECT_NE(unread.message.find("mounts no /sys"), std::string::npos) << unread.message;
+  ContainerSpec before_runtime = spec; // what the NRI plugin has: no root filesystem yet
+  before_runtime.rootfs.clear();
+  const ContainerGidDecision later = decideContainerGid(before_runtime, in);
+  EXPECT_EQ(later.outcome, NcclHookOutcome::kExclusiveNetns);
+  EXPECT_EQ(later.level, LogLevel::kInfo);
+  EXPECT_NE(later.message.find("kube-rdma-nccl-hook resolves"), std::string::npos) << later.message;
+  std::filesystem::remove_all(dir);
+}
+
 } // namespace
 } // namespace kube_rdma

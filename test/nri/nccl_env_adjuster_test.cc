@@ -103,6 +103,20 @@ TEST_F(NcclEnvAdjusterTest, WhatTheHookLeavesAloneSoDoesThePlugin) {
   }
 }
 
+// In the kernel's exclusive RDMA netns mode the pod's own device is not in the host's sysfs, and
+// the runtime has not mounted the container's yet: the environment is left to nccl.conf.
+TEST_F(NcclEnvAdjusterTest, InExclusiveModeTheHookResolvesNotThePlugin) {
+  fs::create_directories(root_ / "sys/module/ib_core/parameters");
+  std::ofstream(root_ / "sys/module/ib_core/parameters/netns_mode") << "N\n";
+  options_.sysfs_root = (root_ / "sys").string();
+  const NcclEnvAdjustment adjusted = adjustNcclEnv(request(101), options_);
+  EXPECT_EQ(adjusted.decision.outcome, NcclHookOutcome::kExclusiveNetns)
+      << adjusted.decision.message;
+  EXPECT_EQ(adjusted.decision.level, LogLevel::kInfo);
+  EXPECT_EQ(adjusted.adjust.ByteSizeLong(), 0u);
+  EXPECT_FALSE(podWarningOf(request(101), adjusted).has_value());
+}
+
 TEST_F(NcclEnvAdjusterTest, OnlyContainersCarryingTheHookAreKubeRdmas) {
   auto other = request(101);
   other.mutable_container()->mutable_hooks()->mutable_create_container(0)->set_path(
