@@ -51,7 +51,8 @@ constexpr const char* kUsage =
     "  --addr-family=AF_INET|AF_INET6 the GID family (default AF_INET)\n"
     "  --addr-range=CIDR              only GIDs inside it count\n"
     "  --sysfs-root=DIR, --proc-root=DIR  where GID tables and the namespace's addresses are read\n"
-    "                                 (default /sys, /proc)\n"
+    "                                 (default /sys, /proc); in the kernel's exclusive RDMA\n"
+    "                                 netns mode the tables are the container's own /sys's\n"
     "  --log-file=PATH                also append each run's log line to PATH and count its\n"
     "                                 outcome in PATH.counts (the daemons' metrics read it)\n"
     "  --help, --version              print this or the version and exit\n";

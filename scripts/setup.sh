@@ -29,7 +29,8 @@ packages=(
 # what Allocate grants.
 vm_packages=(qemu-system-x86 kmod iproute2 ibverbs-utils perftest)
 # The memlock hook under a real OCI runtime (test/memlock/): podman with runc, reading the
-# plugin's CDI spec, on a busybox-static root filesystem.
+# plugin's CDI spec, on a busybox-static root filesystem; runc also runs the nccl hook in the
+# soft-RoCE VM's exclusive-mode pods.
 runtime_packages=(podman runc busybox-static)
 # The Prometheus project's text-format parser, which reads the plugin's /metrics in a test.
 scrape_packages=(python3-prometheus-client)

@@ -1,9 +1,12 @@
 #!/bin/sh
 # PID 1's child inside the soft-RoCE VM (run.sh), in the machine's own root filesystem:
 # two netdevs, a soft-RoCE device on each, then the guest tests.
-#   guest.sh GUEST_TEST_BINARY SOURCE_DIR
+#   guest.sh GUEST_TEST_BINARY SOURCE_DIR [MODE]
+# MODE "exclusive": the kernel's exclusive RDMA netns mode, set before any device or namespace
+# exists, and only the SoftRoceExclusive tests; otherwise every other test.
 tests=$1
 src=$2
+mode=${3:-shared}
 fail() { echo "softroce-guest: $*"; echo "softroce-guest: exit 1"; exit 1; }
 
 # The root filesystem is read-only; temporary directories go to the guest's tmpfs.
@@ -19,6 +22,14 @@ ip link add mgmt0 type dummy && ip link set mgmt0 address 02:00:00:00:00:01 up &
 ip link add data0 type dummy && ip link set data0 address 02:00:00:00:00:02 up &&
   ip addr add 198.51.100.20/24 dev data0 && ip -6 addr add 2001:db8::20/64 dev data0 nodad ||
   fail "cannot set up data0"
+if [ "$mode" = exclusive ]; then
+  rdma system set netns exclusive || fail "cannot set the exclusive RDMA netns mode"
+  filter='SoftRoceExclusive*'
+  # runc, which the exclusive tests run, needs a cgroup hierarchy.
+  mount -t cgroup2 cgroup2 /sys/fs/cgroup || fail "cannot mount cgroup2"
+else
+  filter='-SoftRoceExclusive*'
+fi
 rdma link add rxe0 type rxe netdev mgmt0 && rdma link add rxe1 type rxe netdev data0 ||
   fail "cannot add the rxe devices"
 
@@ -38,5 +49,5 @@ mkdir -p /dev/shm && mount -t tmpfs -o size=256m shm /dev/shm || fail "cannot mo
 echo "softroce-guest: $(uname -r), $(rdma link show | tr '\n' ';')"
 ibv_devinfo -v | grep -E 'hca_id|port:|state:|link_layer|GID'
 . "$src/scripts/sanitizer-env.sh"
-KUBE_RDMA_SOFTROCE_VM=1 GTEST_COLOR=no "$tests"
+KUBE_RDMA_SOFTROCE_VM=1 GTEST_COLOR=no "$tests" --gtest_filter="$filter"
 echo "softroce-guest: exit $?"

@@ -1,4 +1,5 @@
-// Runs inside the VM that test/softroce/run.sh boots: Debian's Linux 6.1 with two soft-RoCE
+// Runs inside the VM that test/softroce/run.sh boots: Debian's Linux 6.1 (and, for the
+// SoftRoceExclusive tests alone, a Linux 7.x in exclusive RDMA netns mode) with two soft-RoCE
 // (rxe) devices, rxe0 on mgmt0 (the default route) and rxe1 on data0, libibverbs with its rxe
 // provider, and rdma-core's ibv_devinfo. Discovery, libibverbs and the plugin meet a real kernel's
 // RDMA stack here instead of fixtures. Elsewhere every test skips: /sys would be the host's.
@@ -205,7 +206,7 @@ TEST_F(SoftRoceVm, RdmactlDoctorPassesAndNamesTheDataRxeForNccl) {
 // The kernel's RDMA netns mode switched for real. rdmactl doctor reads it on the host (shared: ok,
 // exclusive: warn) and in a namespace of exclusive mode, where the kernel shows no device that was
 // not moved there (fail). And Linux 6.1 refuses to move soft-RoCE into a namespace (rxe has no
-// disassociate_ucontext): why exclusive mode's device-per-pod is not shown here.
+// disassociate_ucontext): a device per pod is shown by SoftRoceExclusive, on a later kernel.
 TEST_F(SoftRoceVm, ExclusiveRdmaNetnsModeIsReportedAndRxeCannotMoveIntoAPod) {
   const std::string rdmactl = RDMACTL_BINARY;
   // `prefix` runs rdmactl in a namespace, as in a pod (KUBERNETES_SERVICE_HOST set).
@@ -895,6 +896,242 @@ TEST_F(SoftRocePodNetworks, IpvlanPodsGetTheirOwnToo) {
   std::cout << "ipvlan pods: " << *ic << " and " << *id << "\n";
   EXPECT_NE(ncclEnv(&c, config_).find(indexLine(ic)), std::string::npos) << ncclEnv(&c, config_);
   EXPECT_NE(ncclEnv(&d, config_).find(indexLine(id)), std::string::npos) << ncclEnv(&d, config_);
+}
+
+// The kernel's exclusive RDMA netns mode with a device per pod, as the SR-IOV and RDMA CNIs set it
+// up for a VF (docs/pod-networks.md): run.sh boots a kernel whose soft-RoCE can move into a
+// namespace (Linux 7.x; 6.1's cannot) and guest.sh sets the mode first. A macvlan child of data0
+// stands in for the VF's netdev; rxe registers its device in the host's namespace, as a VF's is
+// there when the device plugin grants it, and moveIn() moves it into the pod as the RDMA CNI does
+// when the pod's sandbox is made, before any of its containers.
+class ExclusivePod {
+public:
+  // `ipv6`, when given, is added first: the IPv4 entry then comes after it in the table.
+  ExclusivePod(std::string name, const std::string& ipv4, const std::string& ipv6 = "")
+      : name_(std::move(name)), device_("rxe" + name_) {
+    const std::string ns = "ip -n " + name_ + " ";
+    const std::string script =
+        "set -e; ip netns add " + name_ + "; ip link add link data0 name " + name_ +
+        "0 type macvlan mode bridge; ip link set " + name_ + "0 netns " + name_ + "; " + ns +
+        "link set " + name_ + "0 name net1; " + ns + "link set lo up; " + ns +
+        "link set net1 up; ip netns exec " + name_ + " rdma link add " + device_ +
+        " type rxe netdev net1; " +
+        (ipv6.empty() ? "" : ns + "-6 addr add " + ipv6 + "/64 dev net1 nodad; sleep 1; ") + ns +
+        "addr add " + ipv4 + "/24 dev net1";
+    const std::string out = run("(" + script + ") 2>&1; echo rc=$?");
+    ok_ = out.find("rc=0") != std::string::npos;
+    EXPECT_TRUE(ok_) << out;
+  }
+  ~ExclusivePod() { run("ip netns del " + name_ + " 2>&1"); }
+  ExclusivePod(const ExclusivePod&) = delete;
+  ExclusivePod& operator=(const ExclusivePod&) = delete;
+
+  bool moveIn() const {
+    const std::string out =
+        run("rdma dev set " + device_ + " netns " + name_ + " 2>&1; echo rc=$?");
+    EXPECT_NE(out.find("rc=0"), std::string::npos) << out;
+    return out.find("rc=0") != std::string::npos;
+  }
+  bool ok() const { return ok_; }
+  const std::string& name() const { return name_; }
+  const std::string& device() const { return device_; }
+  // `command` in the pod's network namespace, with a sysfs of it (ip netns exec mounts one), as
+  // the pod's own /sys is.
+  std::string in(const std::string& command) const {
+    return run("ip netns exec " + name_ + " " + command + " 2>&1");
+  }
+  // The pod's RoCE v2 entry of its IPv4 address, as the pod reads its device's table.
+  std::optional<uint32_t> ownIndex(const std::string& ipv4) const {
+    for (int i = 0; i < 200; ++i) {
+      const auto rows =
+          nlohmann::json::parse(in(std::string(RDMACTL_BINARY) + " --json gids"), nullptr, false);
+      for (const auto& row : rows.is_array() ? rows : nlohmann::json::array()) {
+        if (row.value("ipv4", "") == ipv4 && row.value("version", "") == "v2") {
+          return row.value("index", 0u);
+        }
+      }
+      std::this_thread::sleep_for(milliseconds(100));
+    }
+    ADD_FAILURE() << ipv4 << " never in " << device_ << "'s table in " << name_;
+    return std::nullopt;
+  }
+
+private:
+  std::string name_;
+  std::string device_;
+  bool ok_ = false;
+};
+
+class SoftRoceExclusive : public SoftRoceVm {
+protected:
+  void SetUp() override {
+    SoftRoceVm::SetUp();
+    if (IsSkipped()) {
+      return;
+    }
+    if (readTestFile("/sys/module/ib_core/parameters/netns_mode").rfind('N', 0) != 0) {
+      GTEST_SKIP() << "the kernel is in the shared RDMA netns mode (run.sh ... exclusive)";
+    }
+    tmp_ = std::getenv("TMPDIR") != nullptr ? std::getenv("TMPDIR") : "/tmp";
+  }
+
+  // A pool of the pods' devices, as an operator would configure VFs.
+  std::string poolConfig(const std::string& device) const {
+    const std::string path = tmp_ + "/exclusive-" + device + ".json";
+    std::ofstream(path) << R"({"pools": [{"resourceName": "rdma/vf", "selector": {)"
+                        << R"("includeVFs": true, "deviceNames": [")" << device << R"("]}}]})";
+    return path;
+  }
+
+  std::string tmp_;
+};
+
+TEST_F(SoftRoceExclusive, EachPodSeesItsOwnDeviceAloneAndGetsItsOwnIndex) {
+  ExclusivePod a("pexa", "198.51.100.51");
+  ExclusivePod b("pexb", "198.51.100.52");
+  ASSERT_TRUE(a.ok() && b.ok() && a.moveIn() && b.moveIn());
+  const std::string rdmactl = RDMACTL_BINARY;
+  // The host no longer sees them; each pod sees its own device alone, every entry its own.
+  const std::string host = run(rdmactl + " gids 2>&1");
+  EXPECT_EQ(host.find(a.device()), std::string::npos) << host;
+  EXPECT_EQ(host.find(b.device()), std::string::npos) << host;
+  const auto index = a.ownIndex("198.51.100.51");
+  ASSERT_TRUE(index);
+  const auto rows = nlohmann::json::parse(a.in(rdmactl + " --json gids"), nullptr, false);
+  ASSERT_TRUE(rows.is_array() && !rows.empty()) << a.in(rdmactl + " gids");
+  for (const auto& row : rows) {
+    EXPECT_EQ(row["device"], a.device()) << row.dump();
+    EXPECT_EQ(row["netns"], "this") << row.dump();
+  }
+  std::cout << a.device() << " in " << a.name() << ": " << rows.size()
+            << " GIDs, all the pod's; its IPv4 one at " << *index << "\n";
+
+  const std::string env = a.in(rdmactl + " nccl-env --config " + poolConfig(a.device()));
+  EXPECT_NE(env.find("NCCL_IB_HCA==" + a.device() + ":1\n"), std::string::npos) << env;
+  EXPECT_NE(env.find("NCCL_IB_GID_INDEX=" + std::to_string(*index) + "\n"), std::string::npos)
+      << env;
+
+  // rdmactl doctor in the pod: devices of its own, and the GID NCCL takes by itself (no index
+  // set) is the pod's own, which is what exclusive mode gives.
+  const std::string doctor =
+      a.in("env KUBERNETES_SERVICE_HOST=10.96.0.1 NCCL_IB_HCA==" + a.device() + ":1 " + rdmactl +
+           " --json doctor");
+  const auto report = nlohmann::json::parse(doctor.substr(doctor.find('{')), nullptr, false);
+  std::map<std::string, std::string> checks;
+  for (const auto& check : report.value("checks", nlohmann::json::array())) {
+    checks[check.value("name", "")] = check.value("verdict", "") + " " + check.value("detail", "");
+  }
+  EXPECT_EQ(checks["rdma-netns-mode"].rfind("ok exclusive: this namespace has RDMA devices of its "
+                                            "own (" +
+                                                a.device() + ")",
+                                            0),
+            0u)
+      << doctor;
+  EXPECT_NE(checks["nccl-gid-namespace"].find("NCCL's own choice (NCCL_IB_GID_INDEX unset): this "
+                                              "namespace's own GID on " +
+                                              a.device() + ":1 index " + std::to_string(*index)),
+            std::string::npos)
+      << doctor;
+}
+
+// Real runc creates each pod's container in its namespace, with kube-rdma-nccl-hook as the CDI
+// spec puts it (createContainer) and the node's nccl.conf written while the device was still the
+// host's (at Allocate): the hook reads the container's own sysfs and writes the pod's index.
+// ib_write_bw between the two pods then moves data with the indices they were given.
+TEST_F(SoftRoceExclusive, RuncRunsTheHookWhichWritesEachPodsIndexAndIbWriteBwUsesIt) {
+  ExclusivePod c("pexc", "198.51.100.53");
+  ExclusivePod d("pexd", "198.51.100.54", "2001:db8::54"); // its IPv4 entry at 2, not 1
+  ASSERT_TRUE(c.ok() && d.ok());
+  const std::string rdmactl = RDMACTL_BINARY;
+  std::map<std::string, std::string> conf;
+  for (const ExclusivePod* pod : {&c, &d}) {
+    conf[pod->name()] = tmp_ + "/nccl-" + pod->name() + ".conf";
+    const std::string node = run(rdmactl + " nccl-env --config " + poolConfig(pod->device()));
+    EXPECT_NE(node.find("NCCL_IB_HCA==" + pod->device() + ":1\n"), std::string::npos) << node;
+    // The host's namespace has no address on the device's netdev: no index of the host's.
+    EXPECT_EQ(node.find("NCCL_IB_GID_INDEX"), std::string::npos) << node;
+    std::ofstream(conf[pod->name()]) << node;
+  }
+  ASSERT_TRUE(c.moveIn() && d.moveIn());
+  const auto ic = c.ownIndex("198.51.100.53");
+  const auto id = d.ownIndex("198.51.100.54");
+  ASSERT_TRUE(ic && id);
+  EXPECT_NE(*ic, *id);
+
+  std::map<std::string, std::string> given;
+  for (const ExclusivePod* pod : {&c, &d}) {
+    const std::string bundle = tmp_ + "/runc-" + pod->name();
+    std::filesystem::remove_all(bundle);
+    for (const char* dir : {"rootfs/etc", "rootfs/proc", "rootfs/sys", "rootfs/usr"}) {
+      std::filesystem::create_directories(bundle + "/" + dir);
+    }
+    for (const char* link : {"bin", "lib", "lib64"}) {
+      std::filesystem::create_symlink(std::string("usr/") + link, bundle + "/rootfs/" + link);
+    }
+    std::ofstream(bundle + "/rootfs/etc/nccl.conf") << "";
+    nlohmann::json config = {{"ociVersion", "1.0.2"},
+                             {"process",
+                              {{"user", {{"uid", 0}, {"gid", 0}}},
+                               {"args", {"cat", "/etc/nccl.conf"}},
+                               {"env", {"PATH=/usr/bin:/bin"}},
+                               {"cwd", "/"}}},
+                             {"root", {{"path", "rootfs"}, {"readonly", true}}},
+                             {"mounts",
+                              {{{"destination", "/proc"}, {"type", "proc"}, {"source", "proc"}},
+                               {{"destination", "/sys"},
+                                {"type", "sysfs"},
+                                {"source", "sysfs"},
+                                {"options", {"nosuid", "noexec", "nodev", "ro"}}},
+                               {{"destination", "/usr"},
+                                {"type", "bind"},
+                                {"source", "/usr"},
+                                {"options", {"rbind", "ro"}}},
+                               {{"destination", "/etc/nccl.conf"},
+                                {"type", "bind"},
+                                {"source", conf[pod->name()]},
+                                {"options", {"rbind", "ro"}}}}},
+                             {"hooks",
+                              {{"createContainer",
+                                {{{"path", NCCL_HOOK_BINARY},
+                                  {"args",
+                                   {"kube-rdma-nccl-hook", "--log-file=" + tmp_ + "/nccl-hook-" +
+                                                               pod->name() + ".log"}}}}}}},
+                             {"linux",
+                              {{"namespaces",
+                                {{{"type", "pid"}},
+                                 {{"type", "network"}, {"path", "/run/netns/" + pod->name()}},
+                                 {{"type", "ipc"}},
+                                 {{"type", "uts"}},
+                                 {{"type", "mount"}}}}}}};
+    std::ofstream(bundle + "/config.json") << config.dump();
+    given[pod->name()] = run("runc run --bundle " + bundle + " ctr-" + pod->name() + " 2>&1");
+  }
+  EXPECT_NE(given["pexc"].find("NCCL_IB_GID_INDEX=" + std::to_string(*ic) + "\n"),
+            std::string::npos)
+      << given["pexc"] << readTestFile(tmp_ + "/nccl-hook-pexc.log");
+  EXPECT_NE(given["pexd"].find("NCCL_IB_GID_INDEX=" + std::to_string(*id) + "\n"),
+            std::string::npos)
+      << given["pexd"] << readTestFile(tmp_ + "/nccl-hook-pexd.log");
+  EXPECT_EQ(readTestFile(tmp_ + "/nccl-hook-pexc.log.counts"), "own-gid-index 1\n");
+  std::cout << "runc's containers: pexc " << lineOf(given["pexc"], "NCCL_IB_GID_INDEX") << ", pexd "
+            << lineOf(given["pexd"], "NCCL_IB_GID_INDEX") << "\n";
+
+  // RDMA writes between the two pods, each with its own device and the index it was given.
+  const std::string server = tmp_ + "/ib_write_bw-server.log";
+  run("ip netns exec pexd timeout 120 ib_write_bw -d " + d.device() + " -x " + std::to_string(*id) +
+      " -n 20 >" + server + " 2>&1 &");
+  std::string out;
+  for (int attempt = 0; attempt < 20; ++attempt) { // until the server listens
+    std::this_thread::sleep_for(milliseconds(500));
+    out = c.in("timeout 120 ib_write_bw -d " + c.device() + " -x " + std::to_string(*ic) +
+               " -n 20 198.51.100.54; echo exit=$?");
+    if (out.find("Couldn't connect") == std::string::npos) {
+      break;
+    }
+  }
+  EXPECT_NE(out.find("exit=0"), std::string::npos) << out << readTestFile(server);
+  std::cout << "ib_write_bw " << c.device() << " -x " << *ic << " -> " << d.device() << " -x "
+            << *id << ": " << averageBandwidth(out) << " MB/s average\n";
 }
 
 } // namespace
