@@ -7,6 +7,10 @@
 
 namespace kube_rdma {
 
+namespace {
+constexpr std::chrono::milliseconds kCancelledCheckInterval{200};
+} // namespace
+
 std::vector<DeviceHealthStatus> deviceHealth(const NodeTopology& topology,
                                              const PluginConfig& config) {
   const std::vector<NodePool> pools = buildPools(topology, config);
@@ -67,8 +71,9 @@ DraHealthService::NodeWatchResources(grpc::ServerContext* context,
     }
     lock.lock();
     // A cancelled call wakes no condition variable: look again now and then.
-    while (!stopped_ && version_ == sent && !context->IsCancelled()) {
-      changed_.wait_for(lock, std::chrono::milliseconds(200));
+    while (!context->IsCancelled() && !clock_.waitFor(lock, changed_, kCancelledCheckInterval, [&] {
+      return stopped_ || version_ != sent;
+    })) {
     }
     if (context->IsCancelled()) {
       return grpc::Status::CANCELLED;

@@ -30,7 +30,7 @@ std::vector<DeviceHealthStatus> deviceHealth(const NodeTopology& topology,
 // goes away.
 class DraHealthService final : public ::v1::DRAResourceHealth::Service {
 public:
-  /** @param clock not owned; stamps last_updated_time. */
+  /** @param clock not owned; stamps last_updated_time, and streams wait through it. */
   DraHealthService(std::string pool_name, const Clock& clock)
       : pool_name_(std::move(pool_name)), clock_(clock) {}
 
