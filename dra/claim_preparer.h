@@ -4,10 +4,10 @@
 #include <string>
 #include <vector>
 
-#include "common/clock.h"
-#include "common/device_model.h"
-#include "common/log.h"
-#include "common/result.h"
+#include "common/util/clock.h"
+#include "common/node/device_model.h"
+#include "common/util/log.h"
+#include "common/util/result.h"
 #include "dra/claim_rendering.h"
 #include "dra/claim_reader.h"
 #include "dra/claim_store.h"

@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/result.h"
+#include "common/util/result.h"
 
 namespace kube_rdma {
 

@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <numeric>
 
-#include "common/cdi_edits.h"
-#include "common/json_members.h"
-#include "common/json_reader.h"
-#include "common/nccl_settings.h"
-#include "common/pools.h"
-#include "common/strings.h"
+#include "common/pools/cdi_edits.h"
+#include "common/util/json_members.h"
+#include "common/util/json_reader.h"
+#include "common/pools/nccl_settings.h"
+#include "common/pools/pools.h"
+#include "common/util/strings.h"
 #include "dra/rdma_config.h"
 #include "dra/resource_slice.h"
 

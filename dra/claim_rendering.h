@@ -5,9 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/device_model.h"
-#include "common/plugin_config.h"
-#include "common/result.h"
+#include "common/node/device_model.h"
+#include "common/pools/plugin_config.h"
+#include "common/util/result.h"
 
 // NodePrepareResources as a pure function (docs/dra.md "Preparing a claim"): from the
 // ResourceClaim the API server returns to the CDI spec and the nccl.conf to write and the devices

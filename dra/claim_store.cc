@@ -4,8 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/atomic_file.h"
-#include "common/strings.h"
+#include "common/util/atomic_file.h"
+#include "common/util/strings.h"
 #include "kubeclient/kubeconfig.h"
 
 namespace kube_rdma {

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "common/result.h"
+#include "common/util/result.h"
 #include "dra/claim_rendering.h"
 
 namespace kube_rdma {

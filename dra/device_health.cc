@@ -2,7 +2,7 @@
 
 #include <chrono>
 
-#include "common/pools.h"
+#include "common/pools/pools.h"
 #include "dra/resource_slice.h"
 
 namespace kube_rdma {

@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "common/clock.h"
-#include "common/device_model.h"
-#include "common/plugin_config.h"
+#include "common/util/clock.h"
+#include "common/node/device_model.h"
+#include "common/pools/plugin_config.h"
 #include "dra-health/v1/api.grpc.pb.h"
 
 namespace kube_rdma {

@@ -3,7 +3,7 @@
 #include <chrono>
 #include <cstddef>
 
-#include "common/metrics.h"
+#include "common/util/metrics.h"
 
 // Every metric of rdma-dra-driver (docs/dra.md "Metrics and health").
 namespace kube_rdma {

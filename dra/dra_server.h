@@ -3,8 +3,8 @@
 #include <memory>
 #include <string>
 
-#include "common/log.h"
-#include "common/result.h"
+#include "common/util/log.h"
+#include "common/util/result.h"
 #include "dra/claim_preparer.h"
 #include "dra/device_health.h"
 #include "dra/dra_plugin_service.h"

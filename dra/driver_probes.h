@@ -3,7 +3,7 @@
 #include <chrono>
 #include <string>
 
-#include "common/result.h"
+#include "common/util/result.h"
 #include "dra/slice_publisher.h"
 #include "rpc/plugin_watcher_registration.h"
 

@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "common/log.h"
-#include "common/result.h"
+#include "common/util/log.h"
+#include "common/util/result.h"
 
 namespace kube_rdma {
 

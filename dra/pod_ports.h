@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "common/metrics.h"
-#include "common/nccl_settings.h"
-#include "common/pools.h"
+#include "common/util/metrics.h"
+#include "common/pools/nccl_settings.h"
+#include "common/pools/pools.h"
 #include "rpc/pod_resources_client.h"
 #include "usage/unused_rdma.h"
 

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "common/json_reader.h"
+#include "common/util/json_reader.h"
 
 namespace kube_rdma {
 

@@ -7,9 +7,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/memlock.h"
-#include "common/plugin_config.h"
-#include "common/result.h"
+#include "common/pools/memlock.h"
+#include "common/pools/plugin_config.h"
+#include "common/util/result.h"
 
 // The opaque configuration a DeviceClass or a ResourceClaim hands the DRA driver
 // (docs/dra.md "RdmaConfig"): the NCCL keys of a device-plugin pool's "nccl" object and the

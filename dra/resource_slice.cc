@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
-#include "common/gid_selection.h"
-#include "common/topology.h"
+#include "common/node/gid_selection.h"
+#include "common/node/topology.h"
 
 namespace kube_rdma {
 namespace {

@@ -7,9 +7,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/device_model.h"
-#include "common/plugin_config.h"
-#include "common/pools.h"
+#include "common/node/device_model.h"
+#include "common/pools/plugin_config.h"
+#include "common/pools/pools.h"
 
 // What rdma-dra-driver publishes (docs/dra.md "The ResourceSlice"): one DRA device per RDMA port
 // that the pools take, in one pool named after the node.

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <random>
 
-#include "common/json_members.h"
+#include "common/util/json_members.h"
 #include "dra/resource_slice.h"
 #include "kubeclient/api_paths.h"
 

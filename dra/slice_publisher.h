@@ -13,10 +13,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/clock.h"
-#include "common/device_model.h"
-#include "common/log.h"
-#include "common/plugin_config.h"
+#include "common/util/clock.h"
+#include "common/node/device_model.h"
+#include "common/util/log.h"
+#include "common/pools/plugin_config.h"
 #include "dra/dra_metrics.h"
 #include "dra/resource_slice.h"
 #include "kubeclient/api_client.h"

@@ -21,7 +21,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "common/result.h"
+#include "common/util/result.h"
 
 // An event-driven HTTPS/1.1 server (Boost.Beast over Asio and OpenSSL): a few threads, each
 // running an event loop for its share of the connections, so a connection costs memory only while

@@ -12,7 +12,7 @@
 #include <thread>
 #include <utility>
 
-#include "common/listen_address.h"
+#include "common/util/listen_address.h"
 
 namespace kube_rdma {
 

@@ -5,8 +5,8 @@
 #include <memory>
 #include <string>
 
-#include "common/log.h"
-#include "common/result.h"
+#include "common/util/log.h"
+#include "common/util/result.h"
 
 namespace kube_rdma {
 

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "common/clock.h"
-#include "common/result.h"
+#include "common/util/clock.h"
+#include "common/util/result.h"
 #include "kubeclient/api_error.h"
 #include "kubeclient/api_paths.h"
 #include "kubeclient/bearer_token.h"

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 
-#include "common/json_depth.h"
-#include "common/json_members.h"
-#include "common/strings.h"
+#include "common/util/json_depth.h"
+#include "common/util/json_members.h"
+#include "common/util/strings.h"
 
 namespace kube_rdma {
 namespace {

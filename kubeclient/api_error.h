@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "common/result.h"
+#include "common/util/result.h"
 
 // What a call to the Kubernetes API server can fail with. docs/kubeclient.md "Errors".
 namespace kube_rdma {

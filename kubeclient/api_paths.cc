@@ -1,6 +1,6 @@
 #include "kubeclient/api_paths.h"
 
-#include "common/strings.h"
+#include "common/util/strings.h"
 
 namespace kube_rdma {
 namespace {

@@ -5,7 +5,7 @@
 #include <utility>
 #include <vector>
 
-#include "common/result.h"
+#include "common/util/result.h"
 
 // REST paths and query strings of the Kubernetes API, built without I/O.
 namespace kube_rdma {

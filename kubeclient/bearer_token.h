@@ -4,8 +4,8 @@
 #include <mutex>
 #include <string>
 
-#include "common/clock.h"
-#include "common/result.h"
+#include "common/util/clock.h"
+#include "common/util/result.h"
 #include "kubeclient/kubeconfig.h"
 
 namespace kube_rdma {

@@ -3,8 +3,8 @@
 #include <cstdint>
 #include <utility>
 
-#include "common/json_members.h"
-#include "common/strings.h"
+#include "common/util/json_members.h"
+#include "common/util/strings.h"
 
 namespace kube_rdma {
 namespace {

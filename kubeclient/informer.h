@@ -12,8 +12,8 @@
 #include <string>
 #include <thread>
 
-#include "common/clock.h"
-#include "common/log.h"
+#include "common/util/clock.h"
+#include "common/util/log.h"
 #include "kubeclient/api_client.h"
 #include "kubeclient/backoff.h"
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-#include "common/result.h"
+#include "common/util/result.h"
 
 // Where the API server is and how to prove who we are: from a kubeconfig file or from the pod's
 // service account. docs/kubeclient.md "Configuration".

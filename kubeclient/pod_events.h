@@ -12,9 +12,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/clock.h"
-#include "common/log.h"
-#include "common/pod_warning.h"
+#include "common/util/clock.h"
+#include "common/util/log.h"
+#include "common/util/pod_warning.h"
 #include "kubeclient/api_client.h"
 
 // Warning Events on pods, what `kubectl describe pod` and `kubectl get events` show: the place a

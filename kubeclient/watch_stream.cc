@@ -1,6 +1,6 @@
 #include "kubeclient/watch_stream.h"
 
-#include "common/json_members.h"
+#include "common/util/json_members.h"
 
 namespace kube_rdma {
 

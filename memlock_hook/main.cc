@@ -18,9 +18,9 @@
 #include <sstream>
 #include <string>
 
-#include "common/log.h"
-#include "common/memlock.h"
-#include "common/oci_hook.h"
+#include "common/util/log.h"
+#include "common/pools/memlock.h"
+#include "common/pools/oci_hook.h"
 
 namespace kube_rdma {
 namespace {
@@ -40,8 +40,8 @@ struct Options {
   std::string print;    // --help or --version: printed instead of a run
 };
 
-// By hand rather than with common/command_line.h (kube_rdma_common): this program is linked
-// statically with kube_rdma_base alone, and a bad argument must still let the container start.
+// By hand rather than with common/util/command_line.h (CLI11): a bad argument must still let the
+// container start.
 Options parseArgs(int argc, char** argv) {
   Options options;
   for (int i = 1; i < argc; ++i) {

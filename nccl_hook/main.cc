@@ -11,7 +11,7 @@
 //
 // It never stops a container from starting and never delays one by more than 2 s: whatever
 // happens it exits 0, and the container keeps the node's nccl.conf. Each run appends one line to
-// the log file, naming the pod, and counts its outcome beside it (common/hook_outcomes.h).
+// the log file, naming the pod, and counts its outcome beside it (common/pools/hook_outcomes.h).
 
 #include <fcntl.h>
 #include <sys/mount.h>
@@ -26,15 +26,15 @@
 #include <sstream>
 #include <string>
 
-#include "common/container_nccl.h"
-#include "common/gid_selection.h"
-#include "common/hook_outcomes.h"
-#include "common/log.h"
-#include "common/netns_links.h"
-#include "common/oci_hook.h"
-#include "common/strings.h"
-#include "common/sysfs_attributes.h"
-#include "common/sysfs_discovery.h"
+#include "common/pools/container_nccl.h"
+#include "common/node/gid_selection.h"
+#include "common/pools/hook_outcomes.h"
+#include "common/util/log.h"
+#include "common/node/netns_links.h"
+#include "common/pools/oci_hook.h"
+#include "common/util/strings.h"
+#include "common/node/sysfs_attributes.h"
+#include "common/node/sysfs_discovery.h"
 
 namespace kube_rdma {
 namespace {

@@ -4,10 +4,10 @@
 #include <optional>
 #include <string>
 
-#include "common/container_nccl.h"
-#include "common/log.h"
-#include "common/metrics.h"
-#include "common/pod_warning.h"
+#include "common/pools/container_nccl.h"
+#include "common/util/log.h"
+#include "common/util/metrics.h"
+#include "common/util/pod_warning.h"
 #include "nri/nri_plugin.h"
 #include "nri/nri_session.h"
 

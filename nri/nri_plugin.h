@@ -4,7 +4,7 @@
 #include <string>
 #include <thread>
 
-#include "common/log.h"
+#include "common/util/log.h"
 #include "nri/nri_session.h"
 
 // An NRI plugin connected to the runtime's socket (/var/run/nri/nri.sock), run on a thread of

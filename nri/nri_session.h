@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-#include "common/result.h"
+#include "common/util/result.h"
 #include "nri/ttrpc_frames.h"
 #include "nri/v1alpha1/api.pb.h"
 

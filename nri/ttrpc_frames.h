@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "common/result.h"
+#include "common/util/result.h"
 
 // The bytes of an NRI connection. The runtime multiplexes two ttrpc connections over one unix
 // socket: the plugin's service (conn 1, the runtime calls) and the runtime's (conn 2, the plugin

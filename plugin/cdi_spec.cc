@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/cdi_edits.h"
+#include "common/pools/cdi_edits.h"
 #include "plugin/pool_resource_manager.h"
 
 namespace kube_rdma {

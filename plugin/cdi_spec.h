@@ -2,9 +2,9 @@
 
 #include <string>
 
-#include "common/device_model.h"
-#include "common/plugin_config.h"
-#include "common/pools.h"
+#include "common/node/device_model.h"
+#include "common/pools/plugin_config.h"
+#include "common/pools/pools.h"
 
 namespace kube_rdma {
 

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "common/strings.h"
+#include "common/util/strings.h"
 #include "plugin/plugin_metrics.h"
 
 namespace kube_rdma {

@@ -5,8 +5,8 @@
 #include <stop_token>
 #include <string>
 
-#include "common/log.h"
-#include "common/metrics.h"
+#include "common/util/log.h"
+#include "common/util/metrics.h"
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
 #include "plugin/plugin_metrics.h"
 #include "plugin/resource_manager.h"

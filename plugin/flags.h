@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "common/log.h"
-#include "common/result.h"
-#include "common/verbs_discovery.h"
+#include "common/util/log.h"
+#include "common/util/result.h"
+#include "common/node/verbs_discovery.h"
 
 namespace kube_rdma {
 
@@ -45,7 +45,7 @@ struct PluginFlags {
   std::string exit_message;
 };
 
-// Parses argv without argv[0] (common/command_line.h: "--name value" or "--name=value").
+// Parses argv without argv[0] (common/util/command_line.h: "--name value" or "--name=value").
 Result<PluginFlags> parsePluginFlags(const std::vector<std::string>& args);
 
 } // namespace kube_rdma

@@ -2,7 +2,7 @@
 
 #include <map>
 
-#include "common/sysfs_attributes.h"
+#include "common/node/sysfs_attributes.h"
 
 namespace kube_rdma {
 

@@ -9,8 +9,8 @@
 #include <string>
 #include <thread>
 
-#include "common/clock.h"
-#include "common/sysfs_discovery.h"
+#include "common/util/clock.h"
+#include "common/node/sysfs_discovery.h"
 #include "plugin/pool_resource_manager.h"
 
 namespace kube_rdma {

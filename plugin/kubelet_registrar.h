@@ -3,7 +3,7 @@
 #include <chrono>
 #include <string>
 
-#include "common/result.h"
+#include "common/util/result.h"
 
 namespace kube_rdma {
 

@@ -7,11 +7,11 @@
 #include <stop_token>
 #include <thread>
 
-#include "common/process_start.h"
-#include "common/file_watcher.h"
-#include "common/liveness_watchdog.h"
-#include "common/log.h"
-#include "common/metrics.h"
+#include "common/util/process_start.h"
+#include "common/util/file_watcher.h"
+#include "common/util/liveness_watchdog.h"
+#include "common/util/log.h"
+#include "common/util/metrics.h"
 #include "plugin/flags.h"
 #include "http/metrics_server.h"
 #include "kubeclient/pod_events.h"

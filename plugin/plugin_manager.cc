@@ -6,12 +6,12 @@
 #include <optional>
 #include <utility>
 
-#include "common/clock.h"
-#include "common/hook_outcomes.h"
-#include "common/verbs_discovery.h"
+#include "common/util/clock.h"
+#include "common/pools/hook_outcomes.h"
+#include "common/node/verbs_discovery.h"
 #include "plugin/cdi_spec.h"
-#include "common/node_checks.h"
-#include "common/node_snapshot.h"
+#include "common/checks/node_checks.h"
+#include "common/checks/node_snapshot.h"
 #include "plugin/plugin_metrics.h"
 #include "plugin/pod_ports.h"
 #include "usage/port_counters.h"

@@ -10,16 +10,16 @@
 #include <string>
 #include <vector>
 
-#include "common/clock.h"
-#include "common/file_watcher.h"
-#include "common/log.h"
-#include "common/metrics.h"
-#include "common/plugin_config.h"
+#include "common/util/clock.h"
+#include "common/util/file_watcher.h"
+#include "common/util/log.h"
+#include "common/util/metrics.h"
+#include "common/pools/plugin_config.h"
 #include "plugin/device_plugin_service.h"
 #include "plugin/flags.h"
 #include "plugin/health_watcher.h"
 #include "plugin/kubelet_registrar.h"
-#include "common/nfd_feature_writer.h"
+#include "common/labels/nfd_feature_writer.h"
 #include "plugin/pool_resource_manager.h"
 #include "plugin/state_writer.h"
 #include "usage/unused_rdma.h"

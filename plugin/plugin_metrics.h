@@ -1,6 +1,6 @@
 #pragma once
 
-#include "common/metrics.h"
+#include "common/util/metrics.h"
 
 // Every metric of rdma-device-plugin (docs/plugin.md "Metrics and health").
 namespace kube_rdma::plugin_metrics {

@@ -2,9 +2,9 @@
 
 #include <vector>
 
-#include "common/device_model.h"
-#include "common/metrics.h"
-#include "common/pools.h"
+#include "common/node/device_model.h"
+#include "common/util/metrics.h"
+#include "common/pools/pools.h"
 #include "rpc/pod_resources_client.h"
 
 namespace kube_rdma {

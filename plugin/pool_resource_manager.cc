@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "common/strings.h"
+#include "common/util/strings.h"
 #include "plugin/preferred_allocation.h"
 
 namespace kube_rdma {

@@ -7,9 +7,9 @@
 #include <utility>
 #include <vector>
 
-#include "common/device_model.h"
-#include "common/nccl_settings.h"
-#include "common/pools.h"
+#include "common/node/device_model.h"
+#include "common/pools/nccl_settings.h"
+#include "common/pools/pools.h"
 #include "plugin/device_list_store.h"
 #include "plugin/resource_manager.h"
 #include "plugin/state_writer.h"

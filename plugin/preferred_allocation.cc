@@ -5,7 +5,7 @@
 #include <map>
 #include <set>
 
-#include "common/strings.h"
+#include "common/util/strings.h"
 #include "plugin/resource_manager.h"
 
 namespace kube_rdma {

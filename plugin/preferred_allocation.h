@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "common/result.h"
+#include "common/util/result.h"
 
 namespace kube_rdma {
 

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "common/result.h"
+#include "common/util/result.h"
 
 // What one pool advertises and hands out, independent of gRPC: the DevicePluginService is a thin
 // translation of these plain structs to and from the kubelet's messages.

@@ -4,8 +4,8 @@
 #include <string>
 #include <string_view>
 
-#include "common/atomic_file.h"
-#include "common/result.h"
+#include "common/util/atomic_file.h"
+#include "common/util/result.h"
 
 namespace kube_rdma {
 

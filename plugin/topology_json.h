@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "common/device_model.h"
+#include "common/node/device_model.h"
 
 namespace kube_rdma {
 

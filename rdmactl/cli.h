@@ -3,8 +3,8 @@
 #include <string>
 #include <vector>
 
-#include "common/result.h"
-#include "common/verbs_discovery.h"
+#include "common/util/result.h"
+#include "common/node/verbs_discovery.h"
 
 // rdmactl's command line: `rdmactl [--sysfs-root DIR] [--proc-root DIR] [--dev-root DIR]
 // [--discovery BACKEND] [--json] COMMAND [ARGS]` (DESIGN.md "Interfaces"). Global flags may also
@@ -27,8 +27,8 @@ struct RdmactlOptions {
   std::string exit_message;
 };
 
-// Parses argv without argv[0] (common/command_line.h: "--flag value" or "--flag=value"). Errors
-// name the offending argument.
+// Parses argv without argv[0] (common/util/command_line.h: "--flag value" or "--flag=value").
+// Errors name the offending argument.
 Result<RdmactlOptions> parseRdmactlArgs(const std::vector<std::string>& args);
 
 } // namespace kube_rdma

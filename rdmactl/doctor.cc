@@ -6,8 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "common/node_check_support.h"
-#include "common/strings.h"
+#include "common/checks/node_check_support.h"
+#include "common/util/strings.h"
 
 namespace kube_rdma {
 namespace {

@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "common/device_model.h"
-#include "common/nccl_settings.h"
-#include "common/node_checks.h"
-#include "common/plugin_config.h"
+#include "common/node/device_model.h"
+#include "common/pools/nccl_settings.h"
+#include "common/checks/node_checks.h"
+#include "common/pools/plugin_config.h"
 
 // rdmactl doctor: the guide's node checks as pure functions over facts gathered at the edge
 // (main.cc), so every verdict is testable without the host.
@@ -30,7 +30,7 @@ struct DoctorInput {
   NcclEnv nccl_env;                    // the process's NCCL_* variables
   NcclEnv nccl_conf;                   // /etc/nccl.conf's NAME=VALUE lines, which NCCL reads next
   std::vector<std::string> interfaces; // netdev names of the node
-  // The node checks (common/node_checks.h) run when both are set.
+  // The node checks (common/checks/node_checks.h) run when both are set.
   const PluginConfig* config = nullptr;
   const NodeSnapshot* snapshot = nullptr;
 };

@@ -11,12 +11,12 @@
 #include <unistd.h> // environ (declared under _GNU_SOURCE, which g++ and clang++ define)
 #include <vector>
 
-#include "common/log.h"
-#include "common/node_snapshot.h"
-#include "common/plugin_config.h"
-#include "common/process_start.h"
-#include "common/sysfs_attributes.h"
-#include "common/verbs_discovery.h"
+#include "common/util/log.h"
+#include "common/checks/node_snapshot.h"
+#include "common/pools/plugin_config.h"
+#include "common/util/process_start.h"
+#include "common/node/sysfs_attributes.h"
+#include "common/node/verbs_discovery.h"
 #include "rdmactl/cli.h"
 #include "rdmactl/doctor.h"
 #include "rdmactl/views.h"

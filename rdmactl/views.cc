@@ -3,10 +3,10 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "common/gid_selection.h"
-#include "common/pools.h"
-#include "common/strings.h"
-#include "common/topology.h"
+#include "common/node/gid_selection.h"
+#include "common/pools/pools.h"
+#include "common/util/strings.h"
+#include "common/node/topology.h"
 
 namespace kube_rdma {
 namespace {

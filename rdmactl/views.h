@@ -5,10 +5,10 @@
 #include <string>
 #include <vector>
 
-#include "common/device_model.h"
-#include "common/nccl_settings.h"
-#include "common/plugin_config.h"
-#include "common/result.h"
+#include "common/node/device_model.h"
+#include "common/pools/nccl_settings.h"
+#include "common/pools/plugin_config.h"
+#include "common/util/result.h"
 
 // What rdmactl's devices, gids and nccl-env commands print: pure functions over the discovered
 // topology, text or JSON.

@@ -6,7 +6,7 @@
 
 #include <grpcpp/grpcpp.h>
 
-#include "common/result.h"
+#include "common/util/result.h"
 
 namespace kube_rdma {
 

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "common/log.h"
+#include "common/util/log.h"
 #include "pluginregistration/v1/api.grpc.pb.h"
 
 namespace kube_rdma {

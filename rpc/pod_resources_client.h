@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "common/log.h"
-#include "common/metrics.h"
-#include "common/nccl_settings.h"
-#include "common/result.h"
+#include "common/util/log.h"
+#include "common/util/metrics.h"
+#include "common/pools/nccl_settings.h"
+#include "common/util/result.h"
 
 namespace kube_rdma {
 

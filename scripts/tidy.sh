@@ -3,7 +3,7 @@
 # database except generated proto code, and through HeaderFilterRegex our headers. Exits
 # non-zero on any warning. Not part of CI: a full run takes several minutes on two cores.
 #   scripts/tidy.sh                  all sources
-#   scripts/tidy.sh common/pools.cc  only the files named
+#   scripts/tidy.sh common/pools/pools.cc  only the files named
 # $TIDY_BUILD_DIR (default build-tidy) is configured with clang, the benchmarks and a compile
 # database on first use; the proto target is built there because sources include its generated
 # headers.

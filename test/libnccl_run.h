@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "common/nccl_settings.h"
-#include "common/result.h"
+#include "common/pools/nccl_settings.h"
+#include "common/util/result.h"
 
 // Hands an nccl.conf to the real libnccl.so.2 and reads back what NCCL did with it: its own INFO
 // log and the environment it set. ncclGetUniqueId needs no GPU. Used by the libnccl tests and the

@@ -7,11 +7,11 @@
 #include <regex>
 #include <string>
 
-#include "common/result.h"
+#include "common/util/result.h"
 
 // Reads an NFD feature file back by NFD's own documented rules (local source, v0.14 and later)
-// and Kubernetes' label syntax, independently of how common/nfd_features.cc writes one, for the
-// tests: a file of at most 64 KiB; lines trimmed, blank ones skipped; "#" lines are comments
+// and Kubernetes' label syntax, independently of how common/labels/nfd_features.cc writes one, for
+// the tests: a file of at most 64 KiB; lines trimmed, blank ones skipped; "#" lines are comments
 // unless they start with "# +", a directive (expiry-time=<RFC 3339>, no-label, no-feature; any
 // other is an error); every other line is "<name>[=<value>]" (no "=": "true") and is dropped when
 // the expiry-time in force is before `now`. Stricter than NFD, which only logs: every label must

@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/result.h"
+#include "common/util/result.h"
 
 // Kubernetes YAML files (examples/, manifests/) as the JSON objects the API server stores, for
 // tests and the demo that send what a user would apply.

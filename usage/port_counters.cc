@@ -7,7 +7,7 @@
 #include <optional>
 #include <string_view>
 
-#include "common/sysfs_attributes.h"
+#include "common/node/sysfs_attributes.h"
 
 namespace kube_rdma {
 namespace {

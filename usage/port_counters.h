@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "common/device_model.h"
-#include "common/metrics.h"
-#include "common/nccl_settings.h"
+#include "common/node/device_model.h"
+#include "common/util/metrics.h"
+#include "common/pools/nccl_settings.h"
 
 namespace kube_rdma {
 

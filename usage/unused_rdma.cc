@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <set>
 
-#include "common/strings.h"
+#include "common/util/strings.h"
 
 namespace kube_rdma {
 namespace {

@@ -12,11 +12,11 @@
 #include <utility>
 #include <vector>
 
-#include "common/clock.h"
-#include "common/log.h"
-#include "common/metrics.h"
-#include "common/nccl_settings.h"
-#include "common/pod_warning.h"
+#include "common/util/clock.h"
+#include "common/util/log.h"
+#include "common/util/metrics.h"
+#include "common/pools/nccl_settings.h"
+#include "common/util/pod_warning.h"
 #include "rpc/pod_resources_client.h"
 
 // "Granted RDMA, not using it": a pod that holds RDMA ports whose data counters never move is

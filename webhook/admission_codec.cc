@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <simdjson.h>
 
-#include "common/json_depth.h"
+#include "common/util/json_depth.h"
 #include "webhook/json_text.h"
 #include "webhook/pod_fields.h"
 

@@ -6,7 +6,7 @@
 
 #include <simdjson.h>
 
-#include "common/result.h"
+#include "common/util/result.h"
 
 // AdmissionReview admission.k8s.io/v1 and v1beta1 on the wire. Decoding never throws: a body that
 // is not an AdmissionReview is an Error (the server answers 400 with its message).

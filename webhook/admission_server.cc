@@ -4,7 +4,7 @@
 #include <string_view>
 #include <vector>
 
-#include "common/strings.h"
+#include "common/util/strings.h"
 
 namespace kube_rdma {
 namespace http = boost::beast::http;

@@ -6,10 +6,10 @@
 #include <string>
 #include <string_view>
 
-#include "common/clock.h"
-#include "common/log.h"
-#include "common/metrics.h"
-#include "common/result.h"
+#include "common/util/clock.h"
+#include "common/util/log.h"
+#include "common/util/metrics.h"
+#include "common/util/result.h"
 #include "http/https_server.h"
 #include "webhook/certificate_store.h"
 #include "webhook/policy_store.h"

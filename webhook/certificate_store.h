@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "common/result.h"
+#include "common/util/result.h"
 
 // The serving certificate and key, read from PEM files and replaced as a whole so a rotation never
 // mixes halves. TLS handshakes take the current pair through SSL_CTX_set_cert_cb, so connections

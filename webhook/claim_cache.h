@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "common/clock.h"
-#include "common/metrics.h"
-#include "common/result.h"
+#include "common/util/clock.h"
+#include "common/util/metrics.h"
+#include "common/util/result.h"
 #include "kubeclient/api_client.h"
 #include "webhook/dra_claims.h"
 

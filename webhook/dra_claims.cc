@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "common/json_members.h"
-#include "common/strings.h"
+#include "common/util/json_members.h"
+#include "common/util/strings.h"
 
 namespace kube_rdma {
 

@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/result.h"
+#include "common/util/result.h"
 #include "webhook/pod_fields.h"
 
 // A pod's Dynamic Resource Allocation claims as the webhook sees them at admission: which of the

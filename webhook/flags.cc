@@ -1,6 +1,6 @@
 #include "webhook/flags.h"
 
-#include "common/command_line.h"
+#include "common/util/command_line.h"
 
 namespace kube_rdma {
 

@@ -4,9 +4,9 @@
 #include <string>
 #include <vector>
 
-#include "common/listen_address.h"
-#include "common/log.h"
-#include "common/result.h"
+#include "common/util/listen_address.h"
+#include "common/util/log.h"
+#include "common/util/result.h"
 
 // rdma-webhook's command line (DESIGN.md "Interfaces"). Parsing is a pure function so every flag
 // and every error is testable without starting the server.
@@ -33,7 +33,7 @@ struct WebhookFlags {
   std::string exit_message;
 };
 
-// Parses argv without argv[0] (common/command_line.h: "--name value" or "--name=value").
+// Parses argv without argv[0] (common/util/command_line.h: "--name value" or "--name=value").
 Result<WebhookFlags> parseWebhookFlags(const std::vector<std::string>& args);
 
 } // namespace kube_rdma

@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "common/result.h"
+#include "common/util/result.h"
 #include "webhook/pod_fields.h"
 
 // The mutator only ever adds to a pod, so it builds what it adds as a small tree and writes the

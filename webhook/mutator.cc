@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "webhook/shorthand.h"
-#include "common/strings.h"
+#include "common/util/strings.h"
 #include "webhook/json_patch_writer.h"
 #include "webhook/pod_facts.h"
 #include "webhook/pod_fields.h"

@@ -7,9 +7,9 @@
 #include <set>
 #include <utility>
 
-#include "common/json_reader.h"
-#include "common/plugin_config.h"
-#include "common/strings.h"
+#include "common/util/json_reader.h"
+#include "common/pools/plugin_config.h"
+#include "common/util/strings.h"
 
 namespace kube_rdma {
 namespace {

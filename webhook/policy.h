@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-#include "common/result.h"
+#include "common/util/result.h"
 #include "webhook/shorthand.h"
 
 // The operator's policy for rdma-webhook: which pods count as RDMA pods and what they get at

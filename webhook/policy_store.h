@@ -6,7 +6,7 @@
 #include <mutex>
 #include <string>
 
-#include "common/result.h"
+#include "common/util/result.h"
 #include "webhook/policy.h"
 
 // The policy in force. Requests take a snapshot (a shared_ptr) and keep it for the whole review,

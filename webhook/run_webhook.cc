@@ -7,10 +7,10 @@
 #include <optional>
 #include <thread>
 
-#include "common/process_start.h"
-#include "common/file_watcher.h"
-#include "common/log.h"
-#include "common/strings.h"
+#include "common/util/process_start.h"
+#include "common/util/file_watcher.h"
+#include "common/util/log.h"
+#include "common/util/strings.h"
 #include "webhook/policy.h"
 #include "kubeclient/api_client.h"
 #include "kubeclient/kubeconfig.h"

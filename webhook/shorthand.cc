@@ -4,7 +4,7 @@
 #include <cctype>
 #include <charconv>
 
-#include "common/strings.h"
+#include "common/util/strings.h"
 
 namespace kube_rdma {
 namespace {

@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-#include "common/result.h"
+#include "common/util/result.h"
 
 // The pod annotation `kube-rdma.io/rdma`: "N", "N(ib)", "N(roce)", also with full-width brackets
 // "N（roce）" (U+FF08/U+FF09). Surrounding whitespace is tolerated, the type is case-insensitive.

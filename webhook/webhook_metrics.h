@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "common/metrics.h"
+#include "common/util/metrics.h"
 #include "webhook/review.h"
 
 // rdma-webhook's Prometheus series, all prefixed rdma_webhook_.

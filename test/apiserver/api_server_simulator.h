@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "common/result.h"
+#include "common/util/result.h"
 
 namespace httplib {
 class SSLServer;
@@ -25,8 +25,8 @@ struct Response;
 
 // A test double of the Kubernetes API server: the REST conventions of the real one (Status
 // bodies, resourceVersion, conflicts, selectors, watch) for nodes, events and the
-// resource.k8s.io/v1 DRA types, over real TLS with bearer tokens and client certificates. What it does and where it
-// simplifies: docs/kubeclient.md "The API server simulator".
+// resource.k8s.io/v1 DRA types, over real TLS with bearer tokens and client certificates. What it
+// does and where it simplifies: docs/kubeclient.md "The API server simulator".
 namespace kube_rdma {
 
 struct SimulatorTls {

@@ -4,7 +4,7 @@
 #include <memory>
 #include <string>
 
-#include "common/clock.h"
+#include "common/util/clock.h"
 #include "kubeclient/api_client.h"
 #include "test/apiserver/api_server_simulator.h"
 #include "test/plugin/temp_dir.h"

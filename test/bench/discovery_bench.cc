@@ -11,7 +11,7 @@
 #include <unistd.h>
 #include <vector>
 
-#include "common/sysfs_discovery.h"
+#include "common/node/sysfs_discovery.h"
 
 namespace kube_rdma {
 namespace {

@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/log.h"
+#include "common/util/log.h"
 
 namespace kube_rdma {
 namespace {

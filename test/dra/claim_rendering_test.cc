@@ -5,8 +5,8 @@
 
 #include <filesystem>
 
-#include "common/log.h"
-#include "common/nccl_settings.h"
+#include "common/util/log.h"
+#include "common/pools/nccl_settings.h"
 #include "dra/claim_preparer.h"
 #include "dra/claim_store.h"
 #include "test/dra/dra_test_support.h"

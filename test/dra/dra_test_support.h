@@ -9,10 +9,10 @@
 #include <string>
 #include <utility>
 
-#include "common/clock.h"
-#include "common/log.h"
-#include "common/metrics.h"
-#include "common/sysfs_discovery.h"
+#include "common/util/clock.h"
+#include "common/util/log.h"
+#include "common/util/metrics.h"
+#include "common/node/sysfs_discovery.h"
 #include "dra/claim_rendering.h"
 #include "dra/claim_preparer.h"
 #include "dra/claim_reader.h"

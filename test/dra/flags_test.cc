@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "common/command_line.h"
+#include "common/util/command_line.h"
 
 namespace kube_rdma {
 namespace {

@@ -27,7 +27,7 @@
 #include <nlohmann/json.hpp>
 #include <openssl/evp.h>
 
-#include "common/nccl_settings.h"
+#include "common/pools/nccl_settings.h"
 #include "test/e2e/demo_console.h"
 #include "test/e2e/demo_dra.h"
 #include "test/e2e/demo_report.h"

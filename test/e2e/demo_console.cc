@@ -4,7 +4,7 @@
 #include <filesystem>
 #include <iostream>
 
-#include "common/nccl_settings.h"
+#include "common/pools/nccl_settings.h"
 #include "test/e2e/demo_report.h"
 #include "test/libnccl_run.h"
 #include "test/plugin/test_files.h"

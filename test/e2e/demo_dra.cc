@@ -8,10 +8,10 @@
 #include <grpcpp/grpcpp.h>
 #include <nlohmann/json.hpp>
 
-#include "common/nccl_settings.h"
-#include "common/strings.h"
-#include "common/sysfs_discovery.h"
-#include "common/topology.h"
+#include "common/pools/nccl_settings.h"
+#include "common/util/strings.h"
+#include "common/node/sysfs_discovery.h"
+#include "common/node/topology.h"
 #include "dra/claim_rendering.h"
 #include "dra/resource_slice.h"
 #include "dra/v1/api.grpc.pb.h"

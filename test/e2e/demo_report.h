@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/nccl_settings.h"
+#include "common/pools/nccl_settings.h"
 
 // The pure parts of the end-to-end demo: what a container's environment ends up as and who set
 // each value, a line diff for the patched pod, aligned text tables, the scheduler's part of the

@@ -2,9 +2,9 @@
 
 #include <string>
 
-#include "common/plugin_config.h"
-#include "common/pools.h"
-#include "common/sysfs_discovery.h"
+#include "common/pools/plugin_config.h"
+#include "common/pools/pools.h"
+#include "common/node/sysfs_discovery.h"
 
 // The bundled A100 RoCE fixture (test/fixtures/gen_sysfs.py) as the plugin sees it: its topology
 // and its rdma/shared pool of the default config, for tests of what pods hold.

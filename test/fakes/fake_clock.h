@@ -8,7 +8,7 @@
 #include <mutex>
 #include <optional>
 
-#include "common/clock.h"
+#include "common/util/clock.h"
 
 namespace kube_rdma {
 

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "common/plugin_config.h"
+#include "common/pools/plugin_config.h"
 #include "webhook/policy.h"
 #include "test/fuzz/fuzz_check.h"
 

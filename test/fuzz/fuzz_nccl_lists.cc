@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-#include "common/nccl_settings.h"
+#include "common/pools/nccl_settings.h"
 #include "test/fuzz/fuzz_check.h"
 
 using namespace kube_rdma;

@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <string_view>
 
-#include "common/default_route.h"
-#include "common/sysfs_attributes.h"
+#include "common/node/default_route.h"
+#include "common/node/sysfs_attributes.h"
 #include "test/fuzz/fuzz_check.h"
 
 using namespace kube_rdma;

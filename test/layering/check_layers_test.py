@@ -22,19 +22,32 @@ class CheckLayers(unittest.TestCase):
 
     def test_downward_and_generated_includes_pass(self):
         result = self.tree({
-            "common/log.h": "#pragma once\n#include <string>\n",
-            "rpc/server.h": '#include "common/log.h"\n',
+            "common/util/log.h": "#pragma once\n#include <string>\n",
+            "common/node/model.h": '#include "common/util/log.h"\n',
+            "rpc/server.h": '#include "common/util/log.h"\n',
             "dra/service.h": '#include "dra/v1/api.grpc.pb.h"\n#include "rpc/server.h"\n'
                              '#include "dra/flags.h"\n',
             "test/dra/service_test.cc": '#include "plugin/anything.h"\n'})
         self.assertEqual((result.returncode, result.stderr), (0, ""))
 
     def test_an_upward_include_fails_naming_the_line(self):
-        result = self.tree({"common/log.h": '#pragma once\n\n#include "plugin/flags.h"\n',
+        result = self.tree({"common/util/log.h": '#pragma once\n\n#include "plugin/flags.h"\n',
                             "plugin/flags.h": "#pragma once\n"})
         self.assertEqual(result.returncode, 1)
-        self.assertIn('common/log.h:3: includes "plugin/flags.h", but common/ may include only '
-                      "nothing of ours", result.stderr)
+        self.assertIn('common/util/log.h:3: includes "plugin/flags.h", but common/util/ may include '
+                      "only nothing of ours", result.stderr)
+
+    def test_a_lower_library_of_common_including_a_higher_one_fails(self):
+        result = self.tree({"common/node/model.h": '#include "common/pools/pools.h"\n',
+                            "common/pools/pools.h": "#pragma once\n"})
+        self.assertEqual(result.returncode, 1)
+        self.assertIn('common/node/model.h:1: includes "common/pools/pools.h", but common/node/ '
+                      "may include only common/util", result.stderr)
+
+    def test_code_in_common_itself_is_in_no_layer(self):
+        result = self.tree({"common/log.h": "#pragma once\n"})
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("common/: a folder of C++ that is in no layer", result.stderr)
 
     def test_one_program_including_another_fails(self):
         result = self.tree({"plugin/main.cc": '#include "dra/flags.h"\n',

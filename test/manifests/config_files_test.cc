@@ -7,7 +7,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-#include "common/plugin_config.h"
+#include "common/pools/plugin_config.h"
 #include "webhook/policy.h"
 
 // The JSON that the ConfigMaps of manifests/ and examples/ carry, read by the programs' own

@@ -14,8 +14,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "common/pools.h"
-#include "common/sysfs_discovery.h"
+#include "common/pools/pools.h"
+#include "common/node/sysfs_discovery.h"
 #include "plugin/cdi_spec.h"
 #include "plugin/pool_resource_manager.h"
 #include "test/memlock/podman_sandbox.h"

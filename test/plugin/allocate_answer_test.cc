@@ -4,9 +4,9 @@
 
 #include <filesystem>
 
-#include "common/plugin_config.h"
-#include "common/pools.h"
-#include "common/sysfs_discovery.h"
+#include "common/pools/plugin_config.h"
+#include "common/pools/pools.h"
+#include "common/node/sysfs_discovery.h"
 #include "plugin/health_watcher.h"
 #include "plugin/pool_resource_manager.h"
 #include "test/plugin/temp_dir.h"

@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "common/sysfs_discovery.h"
+#include "common/node/sysfs_discovery.h"
 #include "plugin/health_watcher.h"
 #include "plugin/pool_resource_manager.h"
 #include "test/plugin/temp_dir.h"

@@ -12,7 +12,7 @@
 
 #include <grpcpp/grpcpp.h>
 
-#include "common/result.h"
+#include "common/util/result.h"
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
 
 namespace kube_rdma {

@@ -4,7 +4,7 @@
 
 #include <filesystem>
 
-#include "common/sysfs_discovery.h"
+#include "common/node/sysfs_discovery.h"
 #include "plugin/health_watcher.h"
 #include "test/plugin/temp_dir.h"
 

@@ -3,8 +3,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "common/node_snapshot.h"
-#include "common/sysfs_discovery.h"
+#include "common/checks/node_snapshot.h"
+#include "common/node/sysfs_discovery.h"
 
 namespace kube_rdma {
 namespace {

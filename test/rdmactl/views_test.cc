@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "common/sysfs_discovery.h"
+#include "common/node/sysfs_discovery.h"
 
 namespace kube_rdma {
 namespace {

@@ -24,9 +24,9 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
-#include "common/log.h"
-#include "common/sysfs_discovery.h"
-#include "common/verbs_discovery.h"
+#include "common/util/log.h"
+#include "common/node/sysfs_discovery.h"
+#include "common/node/verbs_discovery.h"
 #include "plugin/topology_json.h"
 #include "test/plugin/plugin_test_base.h"
 

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "common/sysfs_discovery.h"
+#include "common/node/sysfs_discovery.h"
 
 namespace kube_rdma {
 namespace {

@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <set>
 
-#include "common/clock.h"
+#include "common/util/clock.h"
 #include "webhook/policy.h"
 #include "test/apiserver/simulated_api.h"
 #include "test/plugin/test_files.h"
