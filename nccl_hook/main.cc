@@ -39,7 +39,7 @@
 namespace kube_rdma {
 namespace {
 
-constexpr unsigned kDeadlineSeconds = 2;
+constexpr unsigned kDeadlineSeconds = NcclHookArgs{}.deadline_seconds;
 constexpr const char* kProgram = "kube-rdma-nccl-hook";
 
 constexpr const char* kUsage =
@@ -53,6 +53,8 @@ constexpr const char* kUsage =
     "  --sysfs-root=DIR, --proc-root=DIR  where GID tables and the namespace's addresses are read\n"
     "                                 (default /sys, /proc); in the kernel's exclusive RDMA\n"
     "                                 netns mode the tables are the container's own /sys's\n"
+    "  --deadline-seconds=N           give up after N seconds (1-60, default 2), leaving the\n"
+    "                                 node's nccl.conf\n"
     "  --log-file=PATH                also append each run's log line to PATH and count its\n"
     "                                 outcome in PATH.counts (the daemons' metrics read it)\n"
     "  --help, --version              print this or the version and exit\n";
@@ -174,6 +176,7 @@ NcclHookOutcome resolve(Logger& log, const NcclHookArgs& options, const OciState
 
 void run(int argc, char** argv) {
   const NcclHookArgs options = parseNcclHookArgs({argv + 1, argv + argc});
+  alarm(options.deadline_seconds); // replaces main's, which covered the parsing
   if (options.help || options.version) {
     const std::string text =
         options.help ? kUsage : std::string(kProgram) + " " KUBE_RDMA_VERSION "\n";
@@ -202,8 +205,8 @@ void run(int argc, char** argv) {
 // Past the deadline the container starts with the node's nccl.conf, untouched (the bind mount
 // is the last step, and a half-done one is undone before it returns).
 void onDeadline(int /*signal*/) {
-  constexpr char kMessage[] = "kube-rdma-nccl-hook: deadline of 2 s passed, nccl.conf left as "
-                              "the node wrote it\n";
+  constexpr char kMessage[] = "kube-rdma-nccl-hook: deadline passed (--deadline-seconds, default "
+                              "2), nccl.conf left as the node wrote it\n";
   (void)!write(STDERR_FILENO, kMessage, sizeof kMessage - 1);
   _exit(0);
 }

@@ -128,6 +128,13 @@ NcclHookArgs parseNcclHookArgs(const std::vector<std::string>& args) {
       o.proc_root = value;
     } else if (name == "--log-file") {
       o.log_file = value;
+    } else if (name == "--deadline-seconds") {
+      const auto seconds = parseWhole<unsigned>(value);
+      if (seconds && *seconds >= 1 && *seconds <= 60) {
+        o.deadline_seconds = *seconds;
+      } else {
+        o.problem = "--deadline-seconds: \"" + value + "\" is not a whole number of 1 to 60";
+      }
     } else if (arg == "--help" || arg == "-h") {
       o.help = true;
     } else if (arg == "--version") {

@@ -54,6 +54,9 @@ struct NcclHookArgs {
   std::string sysfs_root = "/sys";
   std::string proc_root = "/proc";
   std::string log_file;
+  // Past it the hook gives up and the container keeps the node's nccl.conf: no container start
+  // waits longer on it.
+  unsigned deadline_seconds = 2;
   std::string problem; // a bad argument: nothing is changed
   bool help = false;
   bool version = false;

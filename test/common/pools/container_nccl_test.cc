@@ -165,5 +165,18 @@ TEST(DecideContainerGid, InExclusiveModeTheTablesAreTheContainersOwnSysfs) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(ParseNcclHookArgs, TheDeadlineIsTwoSecondsUnlessGivenOneToSixty) {
+  EXPECT_EQ(parseNcclHookArgs({}).deadline_seconds, 2u);
+  const NcclHookArgs sixty = parseNcclHookArgs({"--deadline-seconds=60"});
+  EXPECT_EQ(sixty.deadline_seconds, 60u);
+  EXPECT_EQ(sixty.problem, "");
+  for (const char* bad : {"--deadline-seconds=0", "--deadline-seconds=61", "--deadline-seconds=x",
+                          "--deadline-seconds="}) {
+    const NcclHookArgs args = parseNcclHookArgs({bad});
+    EXPECT_NE(args.problem.find("--deadline-seconds"), std::string::npos) << bad;
+    EXPECT_EQ(args.deadline_seconds, 2u) << bad;
+  }
+}
+
 } // namespace
 } // namespace kube_rdma
