@@ -39,7 +39,7 @@
 namespace kube_rdma {
 namespace {
 
-constexpr unsigned kDeadlineSeconds = NcclHookArgs{}.deadline_seconds;
+constexpr unsigned kDeadlineSeconds = kDefaultNcclHookDeadlineSeconds;
 constexpr const char* kProgram = "kube-rdma-nccl-hook";
 
 constexpr const char* kUsage =

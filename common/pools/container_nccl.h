@@ -45,6 +45,8 @@ Result<ContainerNcclConf> resolveContainerNcclConf(const NcclEnv& node_conf,
                                                    const NodeTopology& topology,
                                                    const GidSelectionPolicy& policy);
 
+inline constexpr unsigned kDefaultNcclHookDeadlineSeconds = 2;
+
 // kube-rdma-nccl-hook's command line, as the node daemons write it into the CDI specs. The NRI
 // plugin reads the same arguments from the container's createContainer hook: the pool's address
 // family and range come with the container.
@@ -56,7 +58,7 @@ struct NcclHookArgs {
   std::string log_file;
   // Past it the hook gives up and the container keeps the node's nccl.conf: no container start
   // waits longer on it.
-  unsigned deadline_seconds = 2;
+  unsigned deadline_seconds = kDefaultNcclHookDeadlineSeconds;
   std::string problem; // a bad argument: nothing is changed
   bool help = false;
   bool version = false;
